@@ -1,0 +1,127 @@
+#include "addr.hpp"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+#include "error.hpp"
+
+namespace rknp {
+
+namespace {
+
+[[noreturn]] void bad(std::string_view option, std::string_view text,
+                      const std::string &why) {
+    throw_invalid("invalid " + std::string(option) + " \"" +
+                  std::string(text) + "\": " + why);
+}
+
+} // namespace
+
+uint32_t Ipv4Cidr::netmask() const {
+    return prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
+}
+
+Ipv4Cidr Ipv4Cidr::parse(std::string_view option, std::string_view text) {
+    auto slash = text.find('/');
+    if (slash == std::string_view::npos)
+        bad(option, text, "expected IPv4 address/prefix, e.g. 10.0.2.0/24");
+    Ipv4Cidr c;
+    c.network = parse_ipv4(option, text.substr(0, slash));
+    auto plen = text.substr(slash + 1);
+    auto [end, ec] =
+        std::from_chars(plen.data(), plen.data() + plen.size(), c.prefix_len);
+    if (ec != std::errc() || end != plen.data() + plen.size() || plen.empty())
+        bad(option, text, "prefix length is not a number");
+    // The guest sits at offset 100, so the network needs >= 128 addresses.
+    if (c.prefix_len < 1 || c.prefix_len > 25)
+        bad(option, text, "prefix length must be 1..25");
+    if ((c.network & ~c.netmask()) != 0)
+        bad(option, text,
+            "host bits are set (network address is " +
+                format_ipv4(c.network & c.netmask()) + "/" +
+                std::to_string(c.prefix_len) + ")");
+    return c;
+}
+
+std::string format_ipv4(uint32_t host_order) {
+    in_addr a{htonl(host_order)};
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return buf;
+}
+
+std::string format_ipv6(const in6_addr &a) {
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &a, buf, sizeof buf);
+    return buf;
+}
+
+std::string format_mac(const Mac &m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1],
+                  m[2], m[3], m[4], m[5]);
+    return buf;
+}
+
+uint32_t parse_ipv4(std::string_view option, std::string_view text) {
+    std::string s(text);
+    in_addr a{};
+    if (s.empty() || inet_pton(AF_INET, s.c_str(), &a) != 1)
+        bad(option, text, "not an IPv4 address");
+    return ntohl(a.s_addr);
+}
+
+in6_addr parse_ipv6(std::string_view option, std::string_view text) {
+    std::string s(text);
+    in6_addr a{};
+    if (s.empty() || inet_pton(AF_INET6, s.c_str(), &a) != 1)
+        bad(option, text, "not an IPv6 address");
+    return a;
+}
+
+Mac parse_mac(std::string_view option, std::string_view text) {
+    Mac m{};
+    if (text.size() != 17) bad(option, text, "expected xx:xx:xx:xx:xx:xx");
+    for (size_t i = 0; i < 6; ++i) {
+        auto part = text.substr(i * 3, 2);
+        auto [end, ec] =
+            std::from_chars(part.data(), part.data() + 2, m[i], 16);
+        if (ec != std::errc() || end != part.data() + 2 ||
+            (i < 5 && text[i * 3 + 2] != ':'))
+            bad(option, text, "expected xx:xx:xx:xx:xx:xx");
+    }
+    if (m[0] & 1) bad(option, text, "is a multicast address");
+    if (m == Mac{}) bad(option, text, "is the all-zero address");
+    return m;
+}
+
+uint32_t parse_u32(std::string_view option, std::string_view text,
+                   uint32_t min, uint32_t max) {
+    uint32_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+        bad(option, text, "not a number");
+    check_u32(option, v, min, max);
+    return v;
+}
+
+void check_u32(std::string_view option, uint32_t value, uint32_t min,
+               uint32_t max) {
+    if (value < min || value > max)
+        bad(option, std::to_string(value),
+            "must be " + std::to_string(min) + ".." + std::to_string(max));
+}
+
+void check_ifname(std::string_view option, std::string_view name) {
+    if (name.empty() || name.size() > 15)
+        bad(option, name, "must be 1..15 bytes");
+    if (name == "." || name == "..") bad(option, name, "is reserved");
+    for (unsigned char ch : name)
+        if (ch == '/' || ch == ':' || std::isspace(ch) || ch < 0x20)
+            bad(option, name, "contains '/', ':', whitespace or control bytes");
+}
+
+} // namespace rknp

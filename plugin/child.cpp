@@ -1,0 +1,125 @@
+#include "child.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "error.hpp"
+#include "fd.hpp"
+#include "handover.hpp"
+#include "netlink.hpp"
+
+namespace rknp {
+
+namespace {
+
+// Guest-bound frames queue here while the stack thread is busy; 1000 (the
+// default) overflows with large TCP windows at MTU 1500.
+constexpr uint32_t kTxQueueLen = 10000;
+constexpr auto kSlaacWait = std::chrono::seconds(5);
+
+UniqueFd open_tap(const std::string &ifname) {
+    UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+    if (!fd) throw_errno("open /dev/net/tun");
+    ifreq ifr{};
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
+        throw_errno("create tap \"" + ifname + "\" (TUNSETIFF)");
+    return fd;
+}
+
+// Best effort: SLAAC addresses are usable at once without DAD.
+void disable_dad(const std::string &ifname, const Logger &log) {
+    std::string path = "/proc/sys/net/ipv6/conf/" + ifname + "/accept_dad";
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || ::write(fd.get(), "0", 1) != 1)
+        log.debug("cannot write " + path + ": " + std::strerror(errno));
+}
+
+bool has_global_ipv6(const std::string &ifname) {
+    ifaddrs *list = nullptr;
+    if (::getifaddrs(&list) < 0) return false;
+    bool found = false;
+    for (ifaddrs *i = list; i != nullptr && !found; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET6 ||
+            ifname != i->ifa_name)
+            continue;
+        auto *a = reinterpret_cast<sockaddr_in6 *>(i->ifa_addr);
+        found = !IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr);
+    }
+    ::freeifaddrs(list);
+    return found;
+}
+
+std::string configure_here(const ChildSetup &s, const Logger &log) {
+    UniqueFd tap = open_tap(s.ifname);
+    Netlink nl;
+    nl.link_up("lo");
+    if (s.ipv6 && !s.ipv6_address) disable_dad(s.ifname, log);
+    nl.link_up(s.ifname, s.mtu, kTxQueueLen, s.mac);
+    int idx = nl.ifindex(s.ifname);
+    uint32_t ip = htonl(s.ip), gw = htonl(s.gateway);
+    nl.add_address(idx, AF_INET, &ip, s.prefix_len, false);
+    nl.add_default_route(idx, AF_INET, &gw);
+    if (s.ipv6 && s.ipv6_address) {
+        in6_addr gw6{};
+        inet_pton(AF_INET6, kIpv6Gateway, &gw6);
+        nl.add_address(idx, AF_INET6, s.ipv6_address->s6_addr, kIpv6PrefixLen,
+                       true);
+        nl.add_default_route(idx, AF_INET6, &gw6);
+    }
+    handover::send_tap(s.socket_path, tap.get(), s.ifname, int(s.timeout_ms));
+    if (s.ipv6 && !s.ipv6_address) {
+        // The router advertisement arrives once the parent reads the tap.
+        auto deadline = std::chrono::steady_clock::now() + kSlaacWait;
+        while (!has_global_ipv6(s.ifname)) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                log.warn("no SLAAC address on " + s.ifname + " yet");
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    log.info("configured " + s.ifname + " " + format_ipv4(s.ip) + "/" +
+             std::to_string(s.prefix_len) + " via " + format_ipv4(s.gateway));
+    return s.ifname;
+}
+
+} // namespace
+
+std::string configure_child(const ChildSetup &setup,
+                            const std::string &detached_netns_path,
+                            const Logger &log) {
+    if (detached_netns_path.empty()) return configure_here(setup, log);
+
+    UniqueFd ns(::open(detached_netns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) throw_errno("open network namespace " + detached_netns_path);
+    // setns affects only the calling thread, so a private thread keeps the
+    // caller's namespace untouched; it exits when done.
+    std::string result;
+    std::exception_ptr failure;
+    std::thread worker([&] {
+        try {
+            if (::setns(ns.get(), CLONE_NEWNET) < 0)
+                throw_errno("enter network namespace " + detached_netns_path);
+            result = configure_here(setup, log);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+    });
+    worker.join();
+    if (failure) std::rethrow_exception(failure);
+    return result;
+}
+
+} // namespace rknp

@@ -1,0 +1,18 @@
+// The child side: create and configure the tap, hand it to the parent.
+#pragma once
+
+#include <string>
+
+#include "config.hpp"
+#include "log.hpp"
+
+namespace rknp {
+
+// Runs in the calling thread's network namespace, or, when
+// detached_netns_path is non-empty, on a private thread that enters it.
+// Returns the device name. Throws Error.
+std::string configure_child(const ChildSetup &setup,
+                            const std::string &detached_netns_path,
+                            const Logger &log);
+
+} // namespace rknp

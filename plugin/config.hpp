@@ -1,0 +1,76 @@
+// Validated configurations: the parent's (from rknp_config) and the child's
+// (from the opaque key/value pairs the parent hands to the child).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "addr.hpp"
+#include "log.hpp"
+#include "rknp.h"
+
+namespace rknp {
+
+inline constexpr uint32_t kMtuMin = 68;
+inline constexpr uint32_t kMtuMax = 65520;
+inline constexpr uint32_t kIpv6MtuMin = 1280;
+inline constexpr uint32_t kDefaultMtu = 65520;
+inline constexpr const char *kDefaultCidr = "10.0.2.0/24";
+inline constexpr const char *kDefaultIfname = "tap0";
+inline constexpr uint32_t kDefaultHandoverTimeoutMs = 10000;
+inline constexpr const char *kIpv6Prefix = "fd00::";
+inline constexpr uint32_t kIpv6PrefixLen = 64;
+inline constexpr const char *kIpv6Gateway = "fd00::2";
+inline constexpr const char *kIpv6Dns = "fd00::3";
+
+// Version-1 size of rknp_config: callers built against v1 pass this.
+inline constexpr uint32_t kConfigV1Size = sizeof(rknp_config);
+
+struct ParentConfig {
+    uint32_t mtu = kDefaultMtu;
+    Ipv4Cidr cidr;
+    std::string ifname = kDefaultIfname;
+    bool disable_host_loopback = false;
+    bool ipv6 = false;
+    bool disable_dns = false;
+    std::optional<in6_addr> ipv6_address;
+    std::optional<uint32_t> outbound_addr;
+    std::optional<in6_addr> outbound_addr6;
+    std::optional<Mac> mac;
+    uint32_t handover_timeout_ms = kDefaultHandoverTimeoutMs;
+    Logger logger;
+
+    // Validates every field; throws Error(RKNP_ERR_INVALID_ARGUMENT).
+    static ParentConfig from_c(const rknp_config &c);
+};
+
+void default_config(rknp_config &c);
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// What the child side needs, carried as opaque key/value strings.
+struct ChildSetup {
+    std::string socket_path;
+    std::string ifname;
+    uint32_t mtu = kDefaultMtu;
+    uint32_t ip = 0; // host byte order
+    uint32_t prefix_len = 0;
+    uint32_t gateway = 0;
+    std::optional<Mac> mac;
+    bool ipv6 = false;
+    std::optional<in6_addr> ipv6_address;
+    uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
+
+    static ChildSetup make(const ParentConfig &cfg, std::string socket_path);
+    KeyValues encode() const;
+    // Throws Error naming the missing or bad key; unknown keys are ignored
+    // so that a newer parent can talk to an older child.
+    static ChildSetup decode(const KeyValues &kv);
+};
+
+} // namespace rknp

@@ -1,0 +1,30 @@
+// Internal error type: thrown inside the core, converted to rknp_error at the
+// C ABI boundary (abi.cpp) so no exception ever crosses it.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "rknp.h"
+
+namespace rknp {
+
+class Error : public std::runtime_error {
+public:
+    Error(rknp_status code, const std::string &msg)
+        : std::runtime_error(msg), code_(code) {}
+    rknp_status code() const { return code_; }
+
+private:
+    rknp_status code_;
+};
+
+// Error for a failed OS call: "<what>: <strerror(errno)>".
+[[noreturn]] void throw_errno(const std::string &what, int err);
+[[noreturn]] void throw_errno(const std::string &what);
+
+[[noreturn]] inline void throw_invalid(const std::string &msg) {
+    throw Error(RKNP_ERR_INVALID_ARGUMENT, msg);
+}
+
+} // namespace rknp

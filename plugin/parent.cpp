@@ -1,0 +1,91 @@
+#include "parent.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <future>
+
+#include "error.hpp"
+#include "handover.hpp"
+#include "stack_loop.hpp"
+
+namespace rknp {
+
+Parent::Parent(ParentConfig cfg) : cfg_(std::move(cfg)) {}
+
+Parent::~Parent() { close(); }
+
+void Parent::start(const std::string &state_dir, pid_t child_pid) {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Created)
+        throw Error(RKNP_ERR_STATE, state_ == State::Running
+                                        ? "parent already started"
+                                        : "parent is closed");
+    if (child_pid <= 0)
+        throw_invalid("invalid child_pid \"" + std::to_string(child_pid) +
+                      "\": must be a process id");
+    if (state_dir.empty() || state_dir[0] != '/')
+        throw_invalid("invalid state_dir \"" + state_dir +
+                      "\": must be an absolute path");
+    std::string path = state_dir + "/rknp.sock";
+    UniqueFd listen = handover::listen_socket(path);
+    wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wake_) {
+        ::unlink(path.c_str());
+        throw_errno("eventfd");
+    }
+
+    // libslirp is created, run and destroyed on the stack thread only.
+    std::promise<void> ready;
+    auto ready_future = ready.get_future();
+    thread_ = std::thread([this, listen = std::move(listen), child_pid,
+                           ready = std::move(ready)]() mutable {
+        std::unique_ptr<StackLoop> loop;
+        try {
+            loop = std::make_unique<StackLoop>(cfg_, std::move(listen),
+                                               child_pid, wake_.get(), stop_,
+                                               stats_);
+        } catch (...) {
+            ready.set_exception(std::current_exception());
+            return;
+        }
+        ready.set_value();
+        loop->run();
+    });
+    try {
+        ready_future.get();
+    } catch (...) {
+        thread_.join();
+        wake_.reset();
+        ::unlink(path.c_str());
+        throw;
+    }
+    socket_path_ = path;
+    opaque_ = ChildSetup::make(cfg_, path).encode();
+    state_ = State::Running;
+    started_.store(true);
+    cfg_.logger.info("stack started, waiting for the tap on " + path);
+}
+
+void Parent::close() noexcept {
+    if (std::this_thread::get_id() == thread_.get_id()) {
+        // From the log callback on the stack thread: joining would deadlock.
+        // Ask the loop to stop; a later close() from another thread joins.
+        stop_.store(true);
+        return;
+    }
+    std::lock_guard lock(mu_);
+    if (state_ == State::Closed) return;
+    if (state_ == State::Running) {
+        stop_.store(true);
+        uint64_t one = 1;
+        (void)!::write(wake_.get(), &one, sizeof one);
+        if (thread_.joinable()) thread_.join();
+        wake_.reset();
+        ::unlink(socket_path_.c_str());
+        stats_.tap_attached.store(false);
+    }
+    state_ = State::Closed;
+}
+
+} // namespace rknp

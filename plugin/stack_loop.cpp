@@ -1,0 +1,240 @@
+#include "stack_loop.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <slirp/libslirp.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "error.hpp"
+#include "handover.hpp"
+
+namespace rknp {
+
+namespace {
+
+// Frames drained from the tap per wake-up before host sockets get a turn.
+constexpr int kTapBudget = 256;
+// Ethernet header plus the largest MTU, rounded up.
+constexpr size_t kFrameBuffer = 65536;
+constexpr int kHelloTimeoutMs = 2000;
+
+int64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+in_addr in4(uint32_t host_order) { return in_addr{htonl(host_order)}; }
+
+} // namespace
+
+struct SlirpCallbacks {
+    static StackLoop &self(void *opaque) {
+        return *static_cast<StackLoop *>(opaque);
+    }
+    static ssize_t send_packet(const void *buf, size_t len, void *o) {
+        return self(o).send_to_tap(buf, len);
+    }
+    static void guest_error(const char *msg, void *o) {
+        self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+    }
+    static int64_t clock_get_ns(void *) { return now_ns(); }
+    static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) {
+        return self(o).timers_.create(cb, cb_opaque);
+    }
+    static void timer_free(void *t, void *o) { self(o).timers_.destroy(t); }
+    static void timer_mod(void *t, int64_t expire_ms, void *o) {
+        self(o).timers_.arm(t, expire_ms);
+    }
+    // The loop rebuilds its poll set every iteration, so registration and
+    // notification need no bookkeeping; they must still be non-NULL.
+    static void register_poll_fd(int, void *) {}
+    static void unregister_poll_fd(int, void *) {}
+    static void notify(void *) {}
+    static int add_poll(int fd, int events, void *o) {
+        return self(o).add_poll(fd, events);
+    }
+    static int get_revents(int idx, void *o) { return self(o).revents(idx); }
+};
+
+namespace {
+
+const SlirpCb kCallbacks = {
+    .send_packet = SlirpCallbacks::send_packet,
+    .guest_error = SlirpCallbacks::guest_error,
+    .clock_get_ns = SlirpCallbacks::clock_get_ns,
+    .timer_new = SlirpCallbacks::timer_new,
+    .timer_free = SlirpCallbacks::timer_free,
+    .timer_mod = SlirpCallbacks::timer_mod,
+    .register_poll_fd = SlirpCallbacks::register_poll_fd,
+    .unregister_poll_fd = SlirpCallbacks::unregister_poll_fd,
+    .notify = SlirpCallbacks::notify,
+    .init_completed = nullptr,
+    .timer_new_opaque = nullptr,
+};
+
+} // namespace
+
+StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
+                     pid_t child_pid, int wake_fd,
+                     const std::atomic<bool> &stop, Stats &stats)
+    : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
+      wake_fd_(wake_fd), stop_(stop), stats_(stats), frame_(kFrameBuffer) {
+    SlirpConfig sc{};
+    sc.version = std::min(4, SLIRP_CONFIG_VERSION_MAX);
+    sc.restricted = 0;
+    sc.in_enabled = true;
+    sc.vnetwork = in4(cfg.cidr.network);
+    sc.vnetmask = in4(cfg.cidr.netmask());
+    sc.vhost = in4(cfg.cidr.gateway());
+    sc.vdhcp_start = in4(cfg.cidr.dhcp_start());
+    sc.vnameserver = in4(cfg.cidr.dns());
+    sc.in6_enabled = cfg.ipv6;
+    inet_pton(AF_INET6, kIpv6Prefix, &sc.vprefix_addr6);
+    sc.vprefix_len = kIpv6PrefixLen;
+    inet_pton(AF_INET6, kIpv6Gateway, &sc.vhost6);
+    inet_pton(AF_INET6, kIpv6Dns, &sc.vnameserver6);
+    sc.if_mtu = cfg.mtu;
+    sc.if_mru = cfg.mtu;
+    sc.disable_host_loopback = cfg.disable_host_loopback;
+    sockaddr_in out4{};
+    if (cfg.outbound_addr) {
+        out4.sin_family = AF_INET;
+        out4.sin_addr = in4(*cfg.outbound_addr);
+        sc.outbound_addr = &out4;
+    }
+    sockaddr_in6 out6{};
+    if (cfg.outbound_addr6) {
+        out6.sin6_family = AF_INET6;
+        out6.sin6_addr = *cfg.outbound_addr6;
+        sc.outbound_addr6 = &out6;
+    }
+    sc.disable_dns = cfg.disable_dns;
+    slirp_ = slirp_new(&sc, &kCallbacks, this);
+    if (slirp_ == nullptr)
+        throw Error(RKNP_ERR_INTERNAL, "libslirp refused the configuration");
+}
+
+StackLoop::~StackLoop() {
+    if (slirp_ != nullptr) slirp_cleanup(slirp_);
+}
+
+int StackLoop::add_poll(int fd, int ev) {
+    short events = 0;
+    if (ev & SLIRP_POLL_IN) events |= POLLIN;
+    if (ev & SLIRP_POLL_OUT) events |= POLLOUT;
+    if (ev & SLIRP_POLL_PRI) events |= POLLPRI;
+    fds_.push_back(pollfd{fd, events, 0});
+    return int(fds_.size() - 1);
+}
+
+int StackLoop::revents(int idx) const {
+    // Sockets libslirp created after the fill have no slot yet.
+    if (idx < 0 || size_t(idx) >= fds_.size()) return 0;
+    short r = fds_[size_t(idx)].revents;
+    int ev = 0;
+    if (r & POLLIN) ev |= SLIRP_POLL_IN;
+    if (r & POLLOUT) ev |= SLIRP_POLL_OUT;
+    if (r & POLLPRI) ev |= SLIRP_POLL_PRI;
+    if (r & (POLLERR | POLLNVAL)) ev |= SLIRP_POLL_ERR;
+    if (r & POLLHUP) ev |= SLIRP_POLL_HUP;
+    return ev;
+}
+
+ssize_t StackLoop::send_to_tap(const void *buf, size_t len) {
+    if (!tap_) {
+        Stats::add(stats_.frames_dropped, 1);
+        return ssize_t(len);
+    }
+    // Straight from libslirp's buffer to the kernel: no copy of our own.
+    ssize_t n = ::write(tap_.get(), buf, len);
+    if (n < 0) {
+        Stats::add(stats_.frames_dropped, 1);
+        return ssize_t(len); // TCP retransmits; an error here only adds noise
+    }
+    Stats::add(stats_.frames_to_tap, 1);
+    Stats::add(stats_.bytes_to_tap, uint64_t(n));
+    return n;
+}
+
+void StackLoop::accept_handover() {
+    try {
+        auto a = handover::accept_tap(listen_.get(), child_pid_, ::geteuid(),
+                                      kHelloTimeoutMs);
+        int flags = ::fcntl(a.tap.get(), F_GETFL);
+        if (flags < 0 ||
+            ::fcntl(a.tap.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+            throw_errno("set tap non-blocking");
+        tap_ = std::move(a.tap);
+        stats_.tap_attached.store(true);
+        // One tap per parent: stop accepting further hand-overs.
+        listen_.reset();
+        cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
+                         std::to_string(child_pid_));
+    } catch (const Error &e) {
+        if (e.code() == RKNP_ERR_PERMISSION)
+            Stats::add(stats_.handovers_refused, 1);
+        cfg_.logger.error(e.what());
+    }
+}
+
+void StackLoop::detach_tap(const std::string &why) {
+    cfg_.logger.info("tap detached: " + why);
+    tap_.reset();
+}
+
+void StackLoop::drain_tap() {
+    for (int i = 0; i < kTapBudget && tap_; ++i) {
+        ssize_t n = ::read(tap_.get(), frame_.data(), frame_.size());
+        if (n > 0) {
+            Stats::add(stats_.frames_from_tap, 1);
+            Stats::add(stats_.bytes_from_tap, uint64_t(n));
+            slirp_input(slirp_, frame_.data(), int(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        // EBADFD/EIO: the child's network namespace is gone.
+        detach_tap(n == 0 ? "end of file" : std::strerror(errno));
+    }
+}
+
+void StackLoop::run() {
+    while (!stop_.load()) {
+        fds_.clear();
+        add_poll(wake_fd_, SLIRP_POLL_IN);
+        int listen_idx = listen_ ? add_poll(listen_.get(), SLIRP_POLL_IN) : -1;
+        int tap_idx = tap_ ? add_poll(tap_.get(), SLIRP_POLL_IN) : -1;
+
+        uint32_t timeout = 1000;
+        slirp_pollfds_fill(slirp_, &timeout, SlirpCallbacks::add_poll, this);
+        int64_t next = timers_.ms_until_next(now_ns() / 1000000);
+        if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
+
+        int n = ::poll(fds_.data(), fds_.size(), int(timeout));
+        if (n < 0 && errno != EINTR) {
+            cfg_.logger.error(std::string("stack loop: poll: ") +
+                              std::strerror(errno));
+            return;
+        }
+        // Host sockets first, with this round's results, before tap input
+        // can create or close sockets; serviced every iteration.
+        slirp_pollfds_poll(slirp_, n < 0, SlirpCallbacks::get_revents, this);
+        if (tap_idx >= 0 && fds_[size_t(tap_idx)].revents != 0) drain_tap();
+        timers_.run_due(now_ns() / 1000000);
+        if (fds_[0].revents & POLLIN) {
+            uint64_t v;
+            (void)!::read(wake_fd_, &v, sizeof v);
+        }
+        if (listen_idx >= 0 && listen_ &&
+            (fds_[size_t(listen_idx)].revents & POLLIN))
+            accept_handover();
+    }
+}
+
+} // namespace rknp

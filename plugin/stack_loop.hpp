@@ -1,0 +1,59 @@
+// The libslirp stack and its event loop. Everything in here runs on the one
+// stack thread (libslirp is not thread-safe); other threads only touch the
+// atomic Stats and the wake-up eventfd.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "fd.hpp"
+#include "stats.hpp"
+#include "timers.hpp"
+
+struct Slirp;
+
+namespace rknp {
+
+class StackLoop {
+public:
+    // Creates the libslirp instance; throws Error.
+    StackLoop(const ParentConfig &cfg, UniqueFd listen_fd, pid_t child_pid,
+              int wake_fd, const std::atomic<bool> &stop, Stats &stats);
+    ~StackLoop();
+    StackLoop(const StackLoop &) = delete;
+    StackLoop &operator=(const StackLoop &) = delete;
+
+    // Runs until stop is set (and wake_fd signalled).
+    void run();
+
+private:
+    friend struct SlirpCallbacks;
+
+    int add_poll(int fd, int slirp_events);
+    int revents(int idx) const;
+    void accept_handover();
+    void drain_tap();
+    void detach_tap(const std::string &why);
+    ssize_t send_to_tap(const void *buf, size_t len);
+
+    const ParentConfig &cfg_;
+    UniqueFd listen_;
+    pid_t child_pid_;
+    int wake_fd_;
+    const std::atomic<bool> &stop_;
+    Stats &stats_;
+    UniqueFd tap_;
+    Timers timers_;
+    std::vector<pollfd> fds_;
+    std::vector<uint8_t> frame_;
+    Slirp *slirp_ = nullptr;
+};
+
+} // namespace rknp

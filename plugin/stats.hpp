@@ -1,0 +1,23 @@
+// Counters shared between the stack thread (writer) and any reader.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rknp {
+
+struct Stats {
+    std::atomic<bool> tap_attached{false};
+    std::atomic<uint64_t> frames_from_tap{0};
+    std::atomic<uint64_t> bytes_from_tap{0};
+    std::atomic<uint64_t> frames_to_tap{0};
+    std::atomic<uint64_t> bytes_to_tap{0};
+    std::atomic<uint64_t> frames_dropped{0};
+    std::atomic<uint64_t> handovers_refused{0};
+
+    static void add(std::atomic<uint64_t> &c, uint64_t n) {
+        c.fetch_add(n, std::memory_order_relaxed);
+    }
+};
+
+} // namespace rknp
