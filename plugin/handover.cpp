@@ -232,11 +232,18 @@ void send_tap(const std::string &path, int tap_fd, const std::string &ifname,
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &tap_fd, sizeof tap_fd);
-    if (::sendmsg(s.get(), &mh, MSG_NOSIGNAL) < 0)
+    // A parent that refuses us at accept time replies and closes before
+    // our hello lands (EPIPE): its reply is still queued, so read it.
+    if (::sendmsg(s.get(), &mh, MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+        errno != ECONNRESET)
         throw_errno("hand-over: sendmsg " + path);
     wait_readable(s.get(), timeout_ms, "the parent's acknowledgement");
     uint8_t buf[kReplyMax];
     ssize_t n = ::recv(s.get(), buf, sizeof buf, 0);
+    // A refusing parent closes with our hello unread: the first recv
+    // reports ECONNRESET, the next one returns the queued reply.
+    if (n < 0 && errno == ECONNRESET)
+        n = ::recv(s.get(), buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0) throw_errno("hand-over: recv");
     if (n == 0) protocol("the parent closed the connection without a reply");
     Reply r = decode_reply({buf, size_t(n)});

@@ -1,0 +1,269 @@
+// Tests of the C ABI as a loader sees it: only rknp.h and the shared library.
+#include <doctest/doctest.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../unit/temp_dir.hpp"
+#include "rknp.h"
+
+namespace {
+
+struct LogCapture {
+    std::mutex mu;
+    std::vector<std::pair<int32_t, std::string>> lines;
+    static void fn(void *user, int32_t level, const char *msg) {
+        auto *self = static_cast<LogCapture *>(user);
+        std::lock_guard lock(self->mu);
+        self->lines.emplace_back(level, msg);
+    }
+    bool contains(int32_t level, const std::string &part) {
+        std::lock_guard lock(mu);
+        for (auto &l : lines)
+            if (l.first == level && l.second.find(part) != std::string::npos)
+                return true;
+        return false;
+    }
+};
+
+rknp_parent *make_parent(rknp_config &cfg) {
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    REQUIRE(rknp_parent_new(&cfg, &p, &err) == RKNP_OK);
+    CHECK(err == nullptr);
+    return p;
+}
+
+rknp_config default_config() {
+    rknp_config cfg;
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    return cfg;
+}
+
+} // namespace
+
+TEST_CASE("the versioned entry point returns the v1 table, NULL otherwise") {
+    auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
+    REQUIRE(api != nullptr);
+    CHECK(api->struct_size == sizeof(rknp_api_v1));
+    CHECK(api->abi_major == RKNP_ABI_MAJOR);
+    CHECK(api->abi_minor == RKNP_ABI_MINOR);
+    CHECK((api->parent_new == &rknp_parent_new));
+    CHECK((api->child_configure == &rknp_child_configure));
+    CHECK(rknp_get_api(0) == nullptr);
+    CHECK(rknp_get_api(2) == nullptr);
+    CHECK(rknp_abi_version() == RKNP_ABI_VERSION);
+    CHECK(std::string(rknp_library_version()).find("libslirp 4.") !=
+          std::string::npos);
+}
+
+TEST_CASE("NULL handles and arguments give errors, never crashes") {
+    rknp_error *err = nullptr;
+    CHECK(rknp_config_init(nullptr, sizeof(rknp_config)) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_config cfg;
+    CHECK(rknp_config_init(&cfg, 4) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_new(nullptr, nullptr, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rknp_error_message(err)) == "config is NULL");
+    CHECK(rknp_error_code(err) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    CHECK(rknp_parent_start(nullptr, "/tmp", 1, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    CHECK(rknp_parent_start(nullptr, "/tmp", 1, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT); // err may be NULL
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    CHECK(rknp_parent_network(nullptr, &net, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_opaque_count(nullptr) == 0);
+    const char *k, *v;
+    CHECK(rknp_parent_opaque_get(nullptr, 0, &k, &v, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_stats(nullptr, nullptr, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_parent_close(nullptr);
+    rknp_parent_free(nullptr);
+    rknp_error_free(nullptr);
+    CHECK(rknp_error_code(nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rknp_error_message(nullptr)).empty());
+    CHECK(rknp_child_configure(nullptr, 1, nullptr, nullptr, 0, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+}
+
+TEST_CASE("a bad config value is reported with the option name") {
+    auto cfg = default_config();
+    cfg.mtu = 70000;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(&cfg, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(p == nullptr);
+    CHECK(std::string(rknp_error_message(err)) ==
+          "invalid mtu \"70000\": must be 68..65520");
+    rknp_error_free(err);
+}
+
+TEST_CASE("network info reflects the configuration") {
+    auto cfg = default_config();
+    cfg.cidr = "10.0.135.128/25";
+    cfg.mtu = 1500;
+    cfg.ifname = "eth7";
+    cfg.enable_ipv6 = 1;
+    rknp_parent *p = make_parent(cfg);
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    CHECK(net.mtu == 1500);
+    CHECK(std::string(net.ifname) == "eth7");
+    CHECK(std::string(net.ip) == "10.0.135.228");
+    CHECK(net.prefix_len == 25);
+    CHECK(std::string(net.gateway) == "10.0.135.130");
+    REQUIRE(net.dns_count == 2);
+    CHECK(std::string(net.dns[0]) == "10.0.135.131");
+    CHECK(std::string(net.dns[1]) == "fd00::3");
+    CHECK(std::string(net.ipv6_gateway) == "fd00::2");
+    net.struct_size = 4;
+    CHECK(rknp_parent_network(p, &net, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_parent_free(p);
+
+    cfg = default_config();
+    cfg.disable_dns = 1;
+    p = make_parent(cfg);
+    net.struct_size = sizeof net;
+    REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    CHECK(net.dns_count == 0);
+    CHECK(std::string(net.ipv6_gateway).empty());
+    rknp_parent_free(p);
+}
+
+TEST_CASE("lifecycle: start, close twice, no restart, free") {
+    TempDir dir;
+    auto cfg = default_config();
+    rknp_parent *p = make_parent(cfg);
+    CHECK(rknp_parent_opaque_count(p) == 0);
+    rknp_error *err = nullptr;
+    REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, &err) == RKNP_OK);
+    std::string sock = dir.path() + "/rknp.sock";
+    CHECK(access(sock.c_str(), F_OK) == 0);
+    CHECK(rknp_parent_start(p, dir.path().c_str(), 12345, &err) ==
+          RKNP_ERR_STATE);
+    CHECK(std::string(rknp_error_message(err)) == "parent already started");
+    rknp_error_free(err);
+
+    uint32_t n = rknp_parent_opaque_count(p);
+    CHECK(n >= 8);
+    bool has_socket = false;
+    for (uint32_t i = 0; i < n; ++i) {
+        const char *k, *v;
+        REQUIRE(rknp_parent_opaque_get(p, i, &k, &v, nullptr) == RKNP_OK);
+        if (std::string(k) == "rknp.socket") has_socket = sock == v;
+    }
+    CHECK(has_socket);
+    const char *k, *v;
+    CHECK(rknp_parent_opaque_get(p, n, &k, &v, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+    CHECK(st.tap_attached == 0);
+
+    rknp_parent_close(p);
+    CHECK(access(sock.c_str(), F_OK) != 0); // socket file removed
+    rknp_parent_close(p);
+    CHECK(rknp_parent_start(p, dir.path().c_str(), 12345, &err) ==
+          RKNP_ERR_STATE);
+    CHECK(std::string(rknp_error_message(err)) == "parent is closed");
+    rknp_error_free(err);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("start errors: bad state_dir, bad pid, closed without start") {
+    auto cfg = default_config();
+    rknp_parent *p = make_parent(cfg);
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_start(p, "relative", 1, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    CHECK(rknp_parent_start(p, "/tmp", 0, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    CHECK(rknp_parent_start(p, "/nonexistent-dir-rknp", 1, &err) ==
+          RKNP_ERR_SYSTEM);
+    CHECK(std::string(rknp_error_message(err)).find("/nonexistent-dir-rknp") !=
+          std::string::npos);
+    rknp_error_free(err);
+    rknp_parent_close(p); // never started
+    rknp_parent_free(p);
+    p = make_parent(cfg);
+    rknp_parent_free(p); // free without close
+}
+
+TEST_CASE("close from another thread while running") {
+    TempDir dir;
+    auto cfg = default_config();
+    rknp_parent *p = make_parent(cfg);
+    REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, nullptr) == RKNP_OK);
+    std::thread a([p] { rknp_parent_close(p); });
+    std::thread b([p] { rknp_parent_close(p); });
+    a.join();
+    b.join();
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a hand-over from a process that is not the child is refused and logged") {
+    TempDir dir;
+    LogCapture logs;
+    auto cfg = default_config();
+    cfg.log_fn = LogCapture::fn;
+    cfg.log_user_data = &logs;
+    rknp_parent *p = make_parent(cfg);
+    REQUIRE(rknp_parent_start(p, dir.path().c_str(), getpid() + 100000,
+                              nullptr) == RKNP_OK);
+
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = dir.path() + "/rknp.sock";
+    std::strcpy(addr.sun_path, path.c_str());
+    REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
+    char buf[512];
+    ssize_t n = recv(s, buf, sizeof buf, 0); // the refusal reply
+    CHECK(n > 10);
+    close(s);
+
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+        if (st.handovers_refused == 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(st.handovers_refused == 1);
+    CHECK(st.tap_attached == 0);
+    CHECK(logs.contains(RKNP_LOG_ERROR, "hand-over refused: peer pid"));
+    rknp_parent_free(p);
+}
+
+TEST_CASE("child side reports missing opaque keys before touching anything") {
+    rknp_kv kv[] = {{"rknp.ifname", "tap0"}};
+    rknp_error *err = nullptr;
+    char dev[16];
+    CHECK(rknp_child_configure(kv, 1, nullptr, dev, sizeof dev, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rknp_error_message(err)).find("rknp.socket") !=
+          std::string::npos);
+    rknp_error_free(err);
+    CHECK(rknp_child_configure(kv, 1, nullptr, dev, 4, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    rknp_child_options opts;
+    CHECK(rknp_child_options_init(&opts, 2) == RKNP_ERR_INVALID_ARGUMENT);
+}

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Installs the Debian packages rknp builds and tests with (idempotent).
+set -euo pipefail
+PACKAGES=(
+    build-essential cmake ninja-build pkg-config
+    libslirp-dev libglib2.0-dev libnl-3-dev libnl-route-3-dev doctest-dev
+    iproute2 util-linux uidmap procps curl python3 iperf3 binutils
+    slirp4netns passt
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+# Go (>= 1.26, for rootlesskit v3) comes with the machine, not from Debian.
+command -v go >/dev/null || echo "warning: no go on PATH; Go parts will fail" >&2
+[ ${#missing[@]} -eq 0 ] && exit 0
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,196 @@
+/*
+ * rknp-harness: a minimal rootlesskit stand-in written against the public
+ * C ABI only. It forks a child into a new user+network namespace (or, with
+ * --detach-netns, leaves the child in the current namespaces and lets the
+ * library enter the given netns), runs the parent side here and the child
+ * side there, then execs the command in the child and exits with its status.
+ *
+ * usage: rknp-harness [options] -- COMMAND [ARGS...]
+ *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
+ *   --disable-host-loopback  --disable-dns  --outbound-addr A
+ *   --detach-netns PATH   child stays here; the tap is made in PATH
+ *   --log FILE            plugin log lines (default: stderr)
+ *   --stats               print counters to stderr when the command exits
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rknp.h"
+
+static FILE *log_file;
+
+static void log_line(void *user, int32_t level, const char *msg) {
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    (void)user;
+    fprintf(log_file, "rknp %s: %s\n",
+            level >= 0 && level <= 3 ? names[level] : "?", msg);
+    fflush(log_file);
+}
+
+static void die(const char *what, rknp_error *err) {
+    fprintf(stderr, "rknp-harness: %s: %s\n", what, rknp_error_message(err));
+    rknp_error_free(err);
+    exit(2);
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+        fprintf(stderr, "rknp-harness: write %s: %s\n", path, strerror(errno));
+        _exit(3);
+    }
+    close(fd);
+}
+
+static void read_full(int fd, void *buf, size_t len) {
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n <= 0) {
+            fprintf(stderr, "rknp-harness: pipe closed\n");
+            _exit(3);
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Child: namespaces, then the child side, then the command. */
+static void run_child(int from_parent, int to_parent, const char *netns,
+                      char **argv) {
+    if (netns == NULL) {
+        char map[64];
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+            perror("rknp-harness: unshare");
+            _exit(3);
+        }
+        write_file("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+        write_file("/proc/self/uid_map", map);
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+        write_file("/proc/self/gid_map", map);
+    }
+    if (write(to_parent, "R", 1) != 1) _exit(3);
+
+    uint32_t count = 0, len = 0;
+    read_full(from_parent, &count, sizeof count);
+    read_full(from_parent, &len, sizeof len);
+    char *blob = malloc(len);
+    rknp_kv *kv = calloc(count ? count : 1, sizeof *kv);
+    if (blob == NULL || kv == NULL) _exit(3);
+    read_full(from_parent, blob, len);
+    char *p = blob;
+    for (uint32_t i = 0; i < count; i++) {
+        kv[i].key = p;
+        p += strlen(p) + 1;
+        kv[i].value = p;
+        p += strlen(p) + 1;
+    }
+
+    rknp_child_options opts;
+    rknp_child_options_init(&opts, sizeof opts);
+    opts.detached_netns_path = netns;
+    opts.log_fn = log_line;
+    char dev[16];
+    rknp_error *err = NULL;
+    if (rknp_child_configure(kv, count, &opts, dev, sizeof dev, &err) != RKNP_OK)
+        die("child side", err);
+    free(blob);
+    free(kv);
+    execvp(argv[0], argv);
+    perror("rknp-harness: exec");
+    _exit(127);
+}
+
+int main(int argc, char **argv) {
+    rknp_config cfg;
+    rknp_config_init(&cfg, sizeof cfg);
+    const char *netns = NULL;
+    int stats = 0, i;
+    log_file = stderr;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--") == 0) { i++; break; }
+        if (strcmp(a, "--ipv6") == 0) { cfg.enable_ipv6 = 1; continue; }
+        if (strcmp(a, "--disable-host-loopback") == 0) { cfg.disable_host_loopback = 1; continue; }
+        if (strcmp(a, "--disable-dns") == 0) { cfg.disable_dns = 1; continue; }
+        if (strcmp(a, "--stats") == 0) { stats = 1; continue; }
+        if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
+        i++;
+        if (strcmp(a, "--mtu") == 0) cfg.mtu = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--cidr") == 0) cfg.cidr = v;
+        else if (strcmp(a, "--ifname") == 0) cfg.ifname = v;
+        else if (strcmp(a, "--mac") == 0) cfg.mac_address = v;
+        else if (strcmp(a, "--ipv6-address") == 0) cfg.ipv6_address = v;
+        else if (strcmp(a, "--outbound-addr") == 0) cfg.outbound_addr = v;
+        else if (strcmp(a, "--detach-netns") == 0) netns = v;
+        else if (strcmp(a, "--log") == 0) {
+            log_file = fopen(v, "a");
+            if (log_file == NULL) { perror(v); return 2; }
+        } else { fprintf(stderr, "rknp-harness: unknown option %s\n", a); return 2; }
+    }
+    if (i >= argc) { fprintf(stderr, "usage: rknp-harness [options] -- COMMAND\n"); return 2; }
+    cfg.log_fn = log_line;
+
+    rknp_parent *parent = NULL;
+    rknp_error *err = NULL;
+    if (rknp_parent_new(&cfg, &parent, &err) != RKNP_OK) die("config", err);
+
+    char state_dir[] = "/tmp/rknp-harness.XXXXXX";
+    if (mkdtemp(state_dir) == NULL) { perror("mkdtemp"); return 2; }
+    int down[2], up[2];
+    if (pipe2(down, O_CLOEXEC) < 0 || pipe2(up, O_CLOEXEC) < 0) { perror("pipe"); return 2; }
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 2; }
+    if (pid == 0) run_child(down[0], up[1], netns, argv + i);
+    close(down[0]);
+    close(up[1]);
+
+    char ready;
+    if (read(up[0], &ready, 1) != 1) { fprintf(stderr, "rknp-harness: child died\n"); return 2; }
+    if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) die("start", err);
+
+    uint32_t count = rknp_parent_opaque_count(parent), len = 0;
+    char *blob = NULL;
+    for (uint32_t k = 0; k < count; k++) {
+        const char *key, *value;
+        if (rknp_parent_opaque_get(parent, k, &key, &value, &err) != RKNP_OK) die("opaque", err);
+        size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
+        blob = realloc(blob, len + kl + vl);
+        memcpy(blob + len, key, kl);
+        memcpy(blob + len + kl, value, vl);
+        len += (uint32_t)(kl + vl);
+    }
+    if (write(down[1], &count, sizeof count) != sizeof count ||
+        write(down[1], &len, sizeof len) != sizeof len ||
+        write(down[1], blob, len) != (ssize_t)len) { perror("write"); return 2; }
+    free(blob);
+
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (stats) {
+        rknp_stats s;
+        s.struct_size = sizeof s;
+        if (rknp_parent_stats(parent, &s, NULL) == RKNP_OK)
+            fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu refused=%llu\n",
+                    s.tap_attached, (unsigned long long)s.frames_from_tap,
+                    (unsigned long long)s.frames_to_tap,
+                    (unsigned long long)s.frames_dropped,
+                    (unsigned long long)s.handovers_refused);
+    }
+    rknp_parent_close(parent);
+    rknp_parent_free(parent);
+    rmdir(state_dir);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}

@@ -1,0 +1,151 @@
+#!/bin/bash
+# Integration tests: the real plugin, real namespaces and taps, no
+# rootlesskit. Run as root; the namespaced cases run as an unprivileged
+# test user through rknp-harness (tests/integration/rknp_harness.c).
+# Traffic goes only to loopback and to a test host in a netns made here.
+set -euo pipefail
+BUILD=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}
+source "$(dirname "$0")/../lib/common.sh"
+HARNESS=$BUILD/bin/rknp-harness
+[ -x "$HARNESS" ] || { echo "missing $HARNESS (build first)"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "run as root"; exit 1; }
+
+HOSTNS=rknp-it-host
+DETNS=rknp-it-detached
+cleanup() {
+    stop_background
+    ip netns del "$HOSTNS" 2>/dev/null || true
+    ip link del rknp-it-veth0 2>/dev/null || true
+    ip netns del "$DETNS" 2>/dev/null || true
+    rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+setup_test_user
+make_scratch
+# The harness and library must be reachable by the test user.
+chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
+touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"
+head -c 4194304 /dev/urandom >"$SCRATCH/payload"
+WANT=$(sha256sum <"$SCRATCH/payload" | cut -d' ' -f1)
+PORT=$(free_port)
+start_http 127.0.0.1 "$PORT" "$SCRATCH"
+start_http ::1 "$PORT" "$SCRATCH"
+
+run() { as_user timeout 60 "$HARNESS" --log "$SCRATCH/plugin.log" "$@"; }
+# fetch_ok URL [harness options]: the payload arrives intact.
+fetch_ok() {
+    local url=$1
+    shift
+    local got
+    got=$(run "$@" -- sh -c "curl -fsS -m 20 -g '$url' | sha256sum | cut -d' ' -f1")
+    [ "$got" = "$WANT" ] || { echo "sha256 $got, want $WANT"; return 1; }
+}
+
+check "http fetch from host 127.0.0.1 via 10.0.2.2, bytes compared" \
+    fetch_ok "http://10.0.2.2:$PORT/payload"
+
+# fails_inside OPTS -- CMD: the network is up (tap configured) but CMD
+# fails with 42, which tells that apart from a harness failure.
+fails_inside() {
+    local rc=0
+    run "$@" || rc=$?
+    [ "$rc" = 42 ] || { echo "exit code $rc, want 42 (network up, command failed)"; return 1; }
+}
+check "disable-host-loopback makes 10.0.2.2 unreachable" \
+    fails_inside --disable-host-loopback -- sh -c \
+    "ip -o addr show tap0 | grep -q 10.0.2.100 || exit 1
+     curl -fsS -m 5 -o /dev/null http://10.0.2.2:$PORT/payload && exit 0 || exit 42"
+
+cidr_case() {
+    run --cidr 10.0.135.128/25 --mtu 1500 -- sh -c "
+        ip -o addr show tap0 | grep -q 'inet 10.0.135.228/25' &&
+        ip link show tap0 | grep -q 'mtu 1500' &&
+        ip route show default | grep -q 'via 10.0.135.130 dev tap0' &&
+        curl -fsS -m 20 http://10.0.135.130:$PORT/payload | sha256sum | grep -q $WANT"
+}
+check "non-default CIDR and MTU on the interface, fetch through the new gateway" cidr_case
+
+name_mac_case() {
+    run --ifname eth7 --mac 02:00:5e:00:53:07 -- sh -c "
+        ip link show eth7 | grep -q 'link/ether 02:00:5e:00:53:07' &&
+        ip -o addr show eth7 | grep -q 'inet 10.0.2.100/24' &&
+        ! ip link show tap0 2>/dev/null"
+}
+check "interface name and MAC address" name_mac_case
+
+check "IPv6 fetch from host ::1 via fd00::2 (SLAAC)" \
+    fetch_ok "http://[fd00::2]:$PORT/payload" --ipv6
+
+ipv6_static_case() {
+    run --ipv6 --ipv6-address fd00::64 -- sh -c "
+        ip -o -6 addr show tap0 | grep -q 'inet6 fd00::64/64' &&
+        ip -6 route show default | grep -q 'via fd00::2' &&
+        curl -fsS -m 20 -g 'http://[fd00::2]:$PORT/payload' | sha256sum | grep -q $WANT"
+}
+check "IPv6 with an explicit guest address" ipv6_static_case
+
+dns_case() {
+    start_dns 127.0.0.77 rknp-test.example=192.0.2.77
+    echo "nameserver 127.0.0.77" >"$SCRATCH/resolv.conf"
+    # libslirp forwards 10.0.2.3 to the host resolver: give it ours in a
+    # private mount namespace.
+    unshare -m sh -c "mount --bind '$SCRATCH/resolv.conf' /etc/resolv.conf &&
+        runuser -u '$RKNP_TEST_USER' -- timeout 60 '$HARNESS' -- \
+        python3 '$TESTS_LIB/dns_query.py' 10.0.2.3 rknp-test.example" \
+        | grep -qx 192.0.2.77
+}
+check "DNS through 10.0.2.3 against a loopback DNS server" dns_case
+
+check "disable-dns: nothing answers on 10.0.2.3" \
+    fails_inside --disable-dns -- sh -c \
+    "ip -o addr show tap0 | grep -q 10.0.2.100 || exit 1
+     python3 '$TESTS_LIB/dns_query.py' 10.0.2.3 rknp-test.example && exit 0 || exit 42"
+
+veth_case() {
+    ip netns add "$HOSTNS"
+    ip link add rknp-it-veth0 type veth peer name rknp-it-veth1
+    ip link set rknp-it-veth1 netns "$HOSTNS"
+    ip addr add 198.18.0.1/24 dev rknp-it-veth0
+    ip link set rknp-it-veth0 up
+    ip -n "$HOSTNS" addr add 198.18.0.2/24 dev rknp-it-veth1
+    ip -n "$HOSTNS" link set rknp-it-veth1 up
+    ip -n "$HOSTNS" link set lo up
+    ip netns exec "$HOSTNS" python3 -m http.server --bind 198.18.0.2 \
+        --directory "$SCRATCH" "$PORT" >/dev/null 2>&1 &
+    BG_PIDS+=($!)
+    wait_port 198.18.0.2 "$PORT"
+    fetch_ok "http://198.18.0.2:$PORT/payload"
+}
+check "test host behind a veth pair (non-loopback destination)" veth_case
+
+detached_case() {
+    ip netns add "$DETNS"
+    timeout 60 "$HARNESS" --detach-netns "/run/netns/$DETNS" -- sh -c "
+        ! ip link show tap0 2>/dev/null &&
+        ip -n $DETNS -o addr show tap0 | grep -q 'inet 10.0.2.100/24' &&
+        ip netns exec $DETNS curl -fsS -m 20 http://10.0.2.2:$PORT/payload | sha256sum | grep -q $WANT"
+}
+check "detached netns: tap made there, caller's namespace untouched (root)" detached_case
+
+exit_code_case() {
+    local rc=0
+    run -- sh -c 'exit 7' || rc=$?
+    [ "$rc" = 7 ] || { echo "exit code $rc, want 7"; return 1; }
+}
+check "the command's exit code propagates" exit_code_case
+
+no_leftovers() {
+    ! pgrep -u "$RKNP_TEST_USER" -f rknp-harness &&
+        [ -z "$(find /tmp -maxdepth 1 -name 'rknp-harness.*' -user "$RKNP_TEST_USER")" ]
+}
+check "no harness process or state directory left behind" no_leftovers
+
+bad_mtu_case() {
+    local out rc=0
+    out=$(run --mtu 99999 -- true 2>&1) || rc=$?
+    [ "$rc" = 2 ] && grep -q 'invalid mtu "99999": must be 68..65520' <<<"$out"
+}
+check "bad MTU is refused with a clear error" bad_mtu_case
+
+finish

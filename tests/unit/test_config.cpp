@@ -1,0 +1,140 @@
+#include <doctest/doctest.h>
+
+#include "config.hpp"
+#include "error.hpp"
+
+using namespace rknp;
+
+namespace {
+
+rknp_config defaults() {
+    rknp_config c;
+    default_config(c);
+    return c;
+}
+
+std::string error_of(const rknp_config &c) {
+    try {
+        ParentConfig::from_c(c);
+    } catch (const Error &e) {
+        CHECK(e.code() == RKNP_ERR_INVALID_ARGUMENT);
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_CASE("default configuration matches slirp4netns/rootlesskit") {
+    auto p = ParentConfig::from_c(defaults());
+    CHECK(p.mtu == 65520);
+    CHECK(format_ipv4(p.cidr.network) == "10.0.2.0");
+    CHECK(p.cidr.prefix_len == 24);
+    CHECK(p.ifname == "tap0");
+    CHECK_FALSE(p.disable_host_loopback);
+    CHECK_FALSE(p.ipv6);
+    CHECK_FALSE(p.disable_dns);
+    CHECK_FALSE(p.mac.has_value());
+    CHECK(p.handover_timeout_ms == 10000);
+}
+
+TEST_CASE("every bad option value is named in the error") {
+    auto c = defaults();
+    c.mtu = 67;
+    CHECK(error_of(c) == "invalid mtu \"67\": must be 68..65520");
+    c = defaults();
+    c.mtu = 65521;
+    CHECK(error_of(c) == "invalid mtu \"65521\": must be 68..65520");
+    c = defaults();
+    c.cidr = "10.0.2.1/24";
+    CHECK(error_of(c).rfind("invalid cidr \"10.0.2.1/24\"", 0) == 0);
+    c = defaults();
+    c.ifname = "this-name-is-too-long";
+    CHECK(error_of(c).rfind("invalid ifname", 0) == 0);
+    c = defaults();
+    c.mac_address = "zz";
+    CHECK(error_of(c).rfind("invalid mac_address \"zz\"", 0) == 0);
+    c = defaults();
+    c.outbound_addr = "1.2.3";
+    CHECK(error_of(c).rfind("invalid outbound_addr \"1.2.3\"", 0) == 0);
+    c = defaults();
+    c.outbound_addr6 = "::g";
+    CHECK(error_of(c).rfind("invalid outbound_addr6", 0) == 0);
+    c = defaults();
+    c.ipv6_address = "fd00::10";
+    CHECK(error_of(c) ==
+          "invalid ipv6_address \"fd00::10\": IPv6 is not enabled");
+    c.enable_ipv6 = 1;
+    CHECK_NOTHROW(ParentConfig::from_c(c));
+    c.ipv6_address = "fd01::10";
+    CHECK(error_of(c).find("must be a host in fd00::/64") != std::string::npos);
+    c.ipv6_address = "fd00::2";
+    CHECK(error_of(c).find("must be a host in fd00::/64") != std::string::npos);
+    c = defaults();
+    c.enable_ipv6 = 1;
+    c.mtu = 1000;
+    CHECK(error_of(c) == "invalid mtu \"1000\": IPv6 needs at least 1280");
+    c = defaults();
+    c.enable_ipv6 = 2;
+    CHECK(error_of(c).find("flags must be 0 or 1") != std::string::npos);
+    c = defaults();
+    c.handover_timeout_ms = 0;
+    CHECK(error_of(c).rfind("invalid handover_timeout_ms", 0) == 0);
+    c = defaults();
+    c.struct_size = 8;
+    CHECK(error_of(c).find("call rknp_config_init first") != std::string::npos);
+}
+
+TEST_CASE("child setup round-trips through the opaque pairs") {
+    auto c = defaults();
+    c.cidr = "10.0.135.128/25";
+    c.mtu = 1500;
+    c.ifname = "eth7";
+    c.mac_address = "02:00:00:00:00:07";
+    c.enable_ipv6 = 1;
+    c.ipv6_address = "fd00::100";
+    auto s = ChildSetup::make(ParentConfig::from_c(c), "/run/x/rknp.sock");
+    auto d = ChildSetup::decode(s.encode());
+    CHECK(d.socket_path == "/run/x/rknp.sock");
+    CHECK(d.ifname == "eth7");
+    CHECK(d.mtu == 1500);
+    CHECK(format_ipv4(d.ip) == "10.0.135.228");
+    CHECK(d.prefix_len == 25);
+    CHECK(format_ipv4(d.gateway) == "10.0.135.130");
+    REQUIRE(d.mac.has_value());
+    CHECK(format_mac(*d.mac) == "02:00:00:00:00:07");
+    CHECK(d.ipv6);
+    REQUIRE(d.ipv6_address.has_value());
+    CHECK(format_ipv6(*d.ipv6_address) == "fd00::100");
+}
+
+TEST_CASE("child setup rejects missing and bad keys, ignores unknown ones") {
+    auto kv = ChildSetup::make(ParentConfig::from_c(defaults()), "/s").encode();
+    kv.emplace_back("rknp.future-option", "whatever");
+    CHECK_NOTHROW(ChildSetup::decode(kv));
+
+    auto without = [&](const std::string &key) {
+        KeyValues out;
+        for (auto &p : kv)
+            if (p.first != key) out.push_back(p);
+        return out;
+    };
+    CHECK_THROWS_WITH_AS(ChildSetup::decode(without("rknp.socket")),
+                         "missing opaque key \"rknp.socket\" (was it produced "
+                         "by rknp_parent_start?)",
+                         Error);
+    CHECK_THROWS_AS(ChildSetup::decode(without("rknp.mtu")), Error);
+
+    auto with = [&](const std::string &key, const std::string &value) {
+        KeyValues out = without(key);
+        out.emplace_back(key, value);
+        return out;
+    };
+    CHECK_THROWS_WITH_AS(ChildSetup::decode(with("rknp.mtu", "99999")),
+                         "invalid rknp.mtu \"99999\": must be 68..65520", Error);
+    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.socket", "relative")), Error);
+    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ipv6", "yes")), Error);
+    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ip", "10.0.2")), Error);
+    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ifname", "a/b")), Error);
+    CHECK_THROWS_AS(ChildSetup::decode({}), Error);
+}
