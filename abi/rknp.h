@@ -133,7 +133,8 @@ typedef struct rknp_config {
     uint8_t disable_host_loopback; /* 1: gateway does not reach host lo */
     uint8_t enable_ipv6;          /* 1: fd00::/64, gw fd00::2, dns fd00::3 */
     uint8_t disable_dns;          /* 1: no DNS forwarder at .3 / fd00::3 */
-    uint8_t reserved0;            /* must be 0 */
+    uint8_t disable_offload;      /* 1: plain tap frames, no virtio-net
+                                     header / TSO / checksum offload */
     const char *ipv6_address;     /* guest IPv6 address in fd00::/64;
                                      NULL: SLAAC */
     const char *outbound_addr;    /* host IPv4 address to bind outbound

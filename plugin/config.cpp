@@ -49,12 +49,12 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     p.ifname = or_default(c.ifname, kDefaultIfname);
     check_ifname("ifname", p.ifname);
     if (c.disable_host_loopback > 1 || c.enable_ipv6 > 1 ||
-        c.disable_dns > 1 || c.reserved0 != 0)
-        throw_invalid("invalid rknp_config: flags must be 0 or 1 and "
-                      "reserved0 must be 0");
+        c.disable_dns > 1 || c.disable_offload > 1)
+        throw_invalid("invalid rknp_config: flags must be 0 or 1");
     p.disable_host_loopback = c.disable_host_loopback;
     p.ipv6 = c.enable_ipv6;
     p.disable_dns = c.disable_dns;
+    p.offload = !c.disable_offload;
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");
@@ -93,6 +93,7 @@ ChildSetup ChildSetup::make(const ParentConfig &cfg, std::string socket_path) {
     s.gateway = cfg.cidr.gateway();
     s.mac = cfg.mac;
     s.ipv6 = cfg.ipv6;
+    s.offload = cfg.offload;
     s.ipv6_address = cfg.ipv6_address;
     s.timeout_ms = cfg.handover_timeout_ms;
     return s;
@@ -107,6 +108,7 @@ KeyValues ChildSetup::encode() const {
         {"rknp.prefix_len", std::to_string(prefix_len)},
         {"rknp.gateway", format_ipv4(gateway)},
         {"rknp.ipv6", ipv6 ? "1" : "0"},
+        {"rknp.offload", offload ? "1" : "0"},
         {"rknp.timeout_ms", std::to_string(timeout_ms)},
     };
     if (mac) kv.emplace_back("rknp.mac", format_mac(*mac));
@@ -138,6 +140,11 @@ ChildSetup ChildSetup::decode(const KeyValues &kv) {
     s.ipv6 = parse_bool("rknp.ipv6", need("rknp.ipv6"));
     s.timeout_ms =
         parse_u32("rknp.timeout_ms", need("rknp.timeout_ms"), 1, 600000);
+    // Absent in opaque maps of parents that predate offloads.
+    if (auto it = m.find("rknp.offload"); it != m.end())
+        s.offload = parse_bool("rknp.offload", it->second);
+    else
+        s.offload = false;
     if (auto it = m.find("rknp.mac"); it != m.end())
         s.mac = parse_mac("rknp.mac", it->second);
     if (auto it = m.find("rknp.ipv6_address"); it != m.end())

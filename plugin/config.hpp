@@ -38,6 +38,7 @@ struct ParentConfig {
     bool disable_host_loopback = false;
     bool ipv6 = false;
     bool disable_dns = false;
+    bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;
     std::optional<in6_addr> outbound_addr6;
@@ -63,6 +64,7 @@ struct ChildSetup {
     uint32_t gateway = 0;
     std::optional<Mac> mac;
     bool ipv6 = false;
+    bool offload = true;
     std::optional<in6_addr> ipv6_address;
     uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
 

@@ -95,8 +95,9 @@ std::string receive_hello(int conn, UniqueFd &fd_out) {
     return decode_hello({buf, size_t(n)});
 }
 
-// Throws unless fd is a tap (IFF_TAP, IFF_NO_PI) named ifname.
-void check_tap(int fd, const std::string &ifname) {
+// Throws unless fd is a tap (IFF_TAP, IFF_NO_PI) named ifname; returns
+// whether frames carry a virtio-net header.
+bool check_tap(int fd, const std::string &ifname) {
     ifreq ifr{};
     if (::ioctl(fd, TUNGETIFF, &ifr) < 0)
         throw Error(RKNP_ERR_PROTOCOL,
@@ -108,6 +109,7 @@ void check_tap(int fd, const std::string &ifname) {
         throw Error(RKNP_ERR_PROTOCOL, "hand-over: the fd is tap \"" +
                                            std::string(ifr.ifr_name) +
                                            "\", not \"" + ifname + "\"");
+    return (ifr.ifr_flags & IFF_VNET_HDR) != 0;
 }
 
 } // namespace
@@ -203,7 +205,7 @@ Accepted accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
         Accepted a;
         a.ifname = receive_hello(conn.get(), a.tap);
         if (!a.tap) protocol("hello carried no file descriptor");
-        check_tap(a.tap.get(), a.ifname);
+        a.vnet_hdr = check_tap(a.tap.get(), a.ifname);
         send_reply(conn.get(), RKNP_OK, "");
         return a;
     } catch (const Error &e) {

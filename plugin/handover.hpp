@@ -45,6 +45,7 @@ UniqueFd listen_socket(const std::string &path);
 struct Accepted {
     UniqueFd tap;
     std::string ifname;
+    bool vnet_hdr = false; // opened with IFF_VNET_HDR
 };
 // Parent: accepts one pending connection on listen_fd, checks the peer and
 // the fd, replies, and returns the tap. Throws Error on refusal (the peer

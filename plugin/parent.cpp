@@ -1,5 +1,7 @@
 #include "parent.hpp"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -40,6 +42,13 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     auto ready_future = ready.get_future();
     thread_ = std::thread([this, listen = std::move(listen), child_pid,
                            ready = std::move(ready)]() mutable {
+        // libslirp writes to host sockets without MSG_NOSIGNAL. Blocking
+        // SIGPIPE on this thread only (never the process's disposition)
+        // turns a peer reset into EPIPE instead of killing the host process.
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
         std::unique_ptr<StackLoop> loop;
         try {
             loop = std::make_unique<StackLoop>(cfg_, std::move(listen),

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <slirp/libslirp.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,8 +20,8 @@ namespace {
 
 // Frames drained from the tap per wake-up before host sockets get a turn.
 constexpr int kTapBudget = 256;
-// Ethernet header plus the largest MTU, rounded up.
-constexpr size_t kFrameBuffer = 65536;
+// vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
+constexpr size_t kFrameBuffer = 65536 + 1024;
 constexpr int kHelloTimeoutMs = 2000;
 
 int64_t now_ns() {
@@ -84,7 +85,11 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
                      pid_t child_pid, int wake_fd,
                      const std::atomic<bool> &stop, Stats &stats)
     : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
-      wake_fd_(wake_fd), stop_(stop), stats_(stats), frame_(kFrameBuffer) {
+      wake_fd_(wake_fd), stop_(stop), stats_(stats),
+      coalescer_([this](const VnetHdr &h, std::span<const uint8_t> f) {
+          write_frame(h, f);
+      }),
+      frame_(kFrameBuffer) {
     SlirpConfig sc{};
     sc.version = std::min(4, SLIRP_CONFIG_VERSION_MAX);
     sc.restricted = 0;
@@ -151,15 +156,29 @@ ssize_t StackLoop::send_to_tap(const void *buf, size_t len) {
         Stats::add(stats_.frames_dropped, 1);
         return ssize_t(len);
     }
-    // Straight from libslirp's buffer to the kernel: no copy of our own.
-    ssize_t n = ::write(tap_.get(), buf, len);
+    std::span<const uint8_t> frame(static_cast<const uint8_t *>(buf), len);
+    if (vnet_hdr_) {
+        coalescer_.push(frame); // written by flush() before the loop sleeps
+    } else {
+        // Straight from libslirp's buffer to the kernel: no copy of our own.
+        write_frame({}, frame);
+    }
+    return ssize_t(len);
+}
+
+void StackLoop::write_frame(const VnetHdr &h,
+                            std::span<const uint8_t> frame) {
+    iovec iov[2] = {{const_cast<VnetHdr *>(&h), kVnetHdrSize},
+                    {const_cast<uint8_t *>(frame.data()), frame.size()}};
+    int first = vnet_hdr_ ? 0 : 1;
+    ssize_t n = ::writev(tap_.get(), iov + first, 2 - first);
+    // Dropped frames are retransmitted by TCP; errors here only add noise.
     if (n < 0) {
         Stats::add(stats_.frames_dropped, 1);
-        return ssize_t(len); // TCP retransmits; an error here only adds noise
+        return;
     }
     Stats::add(stats_.frames_to_tap, 1);
-    Stats::add(stats_.bytes_to_tap, uint64_t(n));
-    return n;
+    Stats::add(stats_.bytes_to_tap, frame.size());
 }
 
 void StackLoop::accept_handover() {
@@ -171,11 +190,13 @@ void StackLoop::accept_handover() {
             ::fcntl(a.tap.get(), F_SETFL, flags | O_NONBLOCK) < 0)
             throw_errno("set tap non-blocking");
         tap_ = std::move(a.tap);
+        vnet_hdr_ = a.vnet_hdr;
         stats_.tap_attached.store(true);
         // One tap per parent: stop accepting further hand-overs.
         listen_.reset();
         cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
-                         std::to_string(child_pid_));
+                         std::to_string(child_pid_) +
+                         (vnet_hdr_ ? " (offloads on)" : " (offloads off)"));
     } catch (const Error &e) {
         if (e.code() == RKNP_ERR_PERMISSION)
             Stats::add(stats_.handovers_refused, 1);
@@ -185,6 +206,7 @@ void StackLoop::accept_handover() {
 
 void StackLoop::detach_tap(const std::string &why) {
     cfg_.logger.info("tap detached: " + why);
+    coalescer_.flush(); // frames for a dead tap are dropped by write_frame
     tap_.reset();
 }
 
@@ -192,9 +214,7 @@ void StackLoop::drain_tap() {
     for (int i = 0; i < kTapBudget && tap_; ++i) {
         ssize_t n = ::read(tap_.get(), frame_.data(), frame_.size());
         if (n > 0) {
-            Stats::add(stats_.frames_from_tap, 1);
-            Stats::add(stats_.bytes_from_tap, uint64_t(n));
-            slirp_input(slirp_, frame_.data(), int(n));
+            input_frame(size_t(n));
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -202,6 +222,27 @@ void StackLoop::drain_tap() {
         // EBADFD/EIO: the child's network namespace is gone.
         detach_tap(n == 0 ? "end of file" : std::strerror(errno));
     }
+}
+
+void StackLoop::input_frame(size_t n) {
+    uint8_t *frame = frame_.data();
+    if (vnet_hdr_) {
+        if (n < kVnetHdrSize) return;
+        VnetHdr h;
+        std::memcpy(&h, frame, sizeof h);
+        frame += kVnetHdrSize;
+        n -= kVnetHdrSize;
+        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
+        // so nothing needs segmenting; only the checksum must be finished.
+        if ((h.flags & kVnetNeedsCsum) &&
+            !complete_checksum({frame, n}, h)) {
+            Stats::add(stats_.frames_dropped, 1);
+            return;
+        }
+    }
+    Stats::add(stats_.frames_from_tap, 1);
+    Stats::add(stats_.bytes_from_tap, n);
+    slirp_input(slirp_, frame, int(n));
 }
 
 void StackLoop::run() {
@@ -234,6 +275,7 @@ void StackLoop::run() {
         if (listen_idx >= 0 && listen_ &&
             (fds_[size_t(listen_idx)].revents & POLLIN))
             accept_handover();
+        coalescer_.flush();
     }
 }
 

@@ -14,6 +14,7 @@
 
 #include "config.hpp"
 #include "fd.hpp"
+#include "offload.hpp"
 #include "stats.hpp"
 #include "timers.hpp"
 
@@ -40,8 +41,10 @@ private:
     int revents(int idx) const;
     void accept_handover();
     void drain_tap();
+    void input_frame(size_t len);
     void detach_tap(const std::string &why);
     ssize_t send_to_tap(const void *buf, size_t len);
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> frame);
 
     const ParentConfig &cfg_;
     UniqueFd listen_;
@@ -50,6 +53,8 @@ private:
     const std::atomic<bool> &stop_;
     Stats &stats_;
     UniqueFd tap_;
+    bool vnet_hdr_ = false;
+    Coalescer coalescer_;
     Timers timers_;
     std::vector<pollfd> fds_;
     std::vector<uint8_t> frame_;

@@ -7,7 +7,7 @@
  *
  * usage: rknp-harness [options] -- COMMAND [ARGS...]
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
- *   --disable-host-loopback  --disable-dns  --outbound-addr A
+ *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
  *   --stats               print counters to stderr when the command exits
@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +67,9 @@ static void read_full(int fd, void *buf, size_t len) {
 /* Child: namespaces, then the child side, then the command. */
 static void run_child(int from_parent, int to_parent, const char *netns,
                       char **argv) {
+    /* Die with the harness: no orphaned command keeps the netns alive. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(3);
     if (netns == NULL) {
         char map[64];
         uid_t uid = getuid();
@@ -125,6 +130,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--disable-host-loopback") == 0) { cfg.disable_host_loopback = 1; continue; }
         if (strcmp(a, "--disable-dns") == 0) { cfg.disable_dns = 1; continue; }
         if (strcmp(a, "--stats") == 0) { stats = 1; continue; }
+        if (strcmp(a, "--disable-offload") == 0) { cfg.disable_offload = 1; continue; }
         if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
         i++;
         if (strcmp(a, "--mtu") == 0) cfg.mtu = (uint32_t)strtoul(v, NULL, 10);

@@ -32,6 +32,8 @@ PORT=$(free_port)
 start_http 127.0.0.1 "$PORT" "$SCRATCH"
 start_http ::1 "$PORT" "$SCRATCH"
 
+harness_state() { find /tmp -maxdepth 1 -name 'rknp-harness.*' | sort; }
+STATE_BEFORE=$(harness_state)
 run() { as_user timeout 60 "$HARNESS" --log "$SCRATCH/plugin.log" "$@"; }
 # fetch_ok URL [harness options]: the payload arrives intact.
 fetch_ok() {
@@ -136,8 +138,8 @@ exit_code_case() {
 check "the command's exit code propagates" exit_code_case
 
 no_leftovers() {
-    ! pgrep -u "$RKNP_TEST_USER" -f rknp-harness &&
-        [ -z "$(find /tmp -maxdepth 1 -name 'rknp-harness.*' -user "$RKNP_TEST_USER")" ]
+    ! pgrep -u "$RKNP_TEST_USER" -x rknp-harness &&
+        [ "$(harness_state)" = "$STATE_BEFORE" ]
 }
 check "no harness process or state directory left behind" no_leftovers
 

@@ -1,0 +1,183 @@
+#include "offload.hpp"
+
+#include <cstring>
+
+#include "checksum.hpp"
+
+namespace rknp {
+
+namespace {
+
+constexpr size_t kEthLen = 14;
+constexpr size_t kMaxMerged = 65535 - 60; // IP total length limit, slack
+constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
+
+uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
+uint32_t be32(const uint8_t *p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
+           p[3];
+}
+void put_be16(uint8_t *p, uint16_t v) {
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
+}
+
+} // namespace
+
+bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
+    size_t start = h.csum_start, field = start + h.csum_offset;
+    if (start >= frame.size() || field + 2 > frame.size()) return false;
+    // The field holds the pseudo-header sum; sum it with the data.
+    uint16_t sum = csum_fold(csum_add(0, frame.data() + start, frame.size() - start));
+    put_be16(frame.data() + field, uint16_t(~sum));
+    return true;
+}
+
+struct Coalescer::Flow {
+    size_t l3_off, hdr_len;
+    bool ipv6;
+    uint32_t seq;
+    uint16_t payload;
+    uint8_t flags;
+};
+
+Coalescer::Coalescer(Sink sink) : sink_(std::move(sink)) {
+    buf_.reserve(65536 + 256);
+}
+
+bool Coalescer::parse(std::span<const uint8_t> fr, Flow &f) const {
+    if (fr.size() < kEthLen + 40) return false;
+    const uint8_t *p = fr.data();
+    uint16_t type = be16(p + 12);
+    f.l3_off = kEthLen;
+    size_t l4_off, ip_total;
+    if (type == 0x0800) {
+        const uint8_t *ip = p + kEthLen;
+        // IPv4 without options, TCP, not fragmented.
+        if (ip[0] != 0x45 || ip[9] != 6 || (be16(ip + 6) & 0x3fff) != 0)
+            return false;
+        ip_total = be16(ip + 2);
+        l4_off = kEthLen + 20;
+        f.ipv6 = false;
+    } else if (type == 0x86dd) {
+        const uint8_t *ip = p + kEthLen;
+        if ((ip[0] >> 4) != 6 || ip[6] != 6) return false; // TCP, no ext hdrs
+        ip_total = 40 + be16(ip + 4);
+        l4_off = kEthLen + 40;
+        f.ipv6 = true;
+    } else {
+        return false;
+    }
+    if (kEthLen + ip_total != fr.size() || fr.size() < l4_off + 20) return false;
+    const uint8_t *tcp = p + l4_off;
+    if ((tcp[12] >> 4) != 5) return false; // no TCP options
+    f.flags = tcp[13];
+    if ((f.flags & ~kTcpPsh) != kTcpAck) return false; // data segments only
+    f.hdr_len = l4_off + 20;
+    f.payload = uint16_t(fr.size() - f.hdr_len);
+    if (f.payload == 0) return false;
+    f.seq = be32(tcp + 4);
+    return true;
+}
+
+bool Coalescer::can_append(const Flow &f) const {
+    if (segments_ == 0 || push_flag_ || f.ipv6 != ipv6_ ||
+        f.hdr_len != hdr_len_ || f.seq != next_seq_ ||
+        last_len_ != gso_size_ || f.payload > gso_size_ ||
+        buf_.size() + f.payload > kMaxMerged)
+        return false;
+    return true;
+}
+
+void Coalescer::push(std::span<const uint8_t> frame) {
+    Flow f;
+    if (!parse(frame, f)) {
+        flush();
+        VnetHdr h{};
+        sink_(h, frame);
+        return;
+    }
+    if (can_append(f)) {
+        // Same addresses, ports, ack, window and TTL as the pending
+        // segment: everything in the headers but seq, lengths, checksums.
+        const uint8_t *a = buf_.data(), *b = frame.data();
+        size_t tcp = hdr_len_ - 20;
+        bool same = std::memcmp(a, b, kEthLen) == 0 &&
+                    std::memcmp(a + tcp, b + tcp, 4) == 0 &&          // ports
+                    std::memcmp(a + tcp + 8, b + tcp + 8, 4) == 0 &&  // ack
+                    std::memcmp(a + tcp + 14, b + tcp + 14, 2) == 0;  // window
+        if (ipv6_)
+            same = same && std::memcmp(a + kEthLen + 8, b + kEthLen + 8, 32) == 0 &&
+                   a[kEthLen + 7] == b[kEthLen + 7];
+        else
+            same = same && std::memcmp(a + kEthLen + 12, b + kEthLen + 12, 8) == 0 &&
+                   a[kEthLen + 8] == b[kEthLen + 8] && a[kEthLen + 1] == b[kEthLen + 1];
+        if (same) {
+            buf_.insert(buf_.end(), frame.begin() + long(hdr_len_), frame.end());
+            ++segments_;
+            last_len_ = f.payload;
+            next_seq_ += f.payload;
+            push_flag_ = (f.flags & kTcpPsh) != 0;
+            return;
+        }
+    }
+    flush();
+    buf_.assign(frame.begin(), frame.end());
+    segments_ = 1;
+    hdr_len_ = f.hdr_len;
+    l3_off_ = f.l3_off;
+    ipv6_ = f.ipv6;
+    gso_size_ = last_len_ = f.payload;
+    next_seq_ = f.seq + f.payload;
+    push_flag_ = (f.flags & kTcpPsh) != 0;
+}
+
+void Coalescer::emit_pending() {
+    VnetHdr h{};
+    if (segments_ == 1) {
+        // libslirp's checksums are valid: spare the guest a verification.
+        h.flags = kVnetDataValid;
+        sink_(h, buf_);
+        return;
+    }
+    uint8_t *ip = buf_.data() + l3_off_;
+    uint8_t *tcp = buf_.data() + hdr_len_ - 20;
+    size_t l4_len = buf_.size() - (hdr_len_ - 20);
+    uint64_t pseudo;
+    if (ipv6_) {
+        put_be16(ip + 4, uint16_t(l4_len));
+        pseudo = csum_add(0, ip + 8, 32);
+    } else {
+        put_be16(ip + 2, uint16_t(buf_.size() - l3_off_));
+        put_be16(ip + 10, 0);
+        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
+        pseudo = csum_add(0, ip + 12, 8);
+    }
+    uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
+    if (ipv6_) {
+        uint8_t len32[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
+        pseudo = csum_add(pseudo, len32, 8);
+    } else {
+        pseudo = csum_add(pseudo, tail, 4);
+    }
+    if (push_flag_) tcp[13] |= kTcpPsh;
+    // CHECKSUM_PARTIAL: the field carries the pseudo-header sum and the
+    // kernel completes it only if the packet ever leaves the guest's stack.
+    put_be16(tcp + 16, csum_fold(pseudo));
+    h.flags = kVnetNeedsCsum;
+    h.gso_type = ipv6_ ? kVnetGsoTcp6 : kVnetGsoTcp4;
+    h.hdr_len = uint16_t(hdr_len_);
+    h.gso_size = gso_size_;
+    h.csum_start = uint16_t(hdr_len_ - 20);
+    h.csum_offset = 16;
+    sink_(h, buf_);
+}
+
+void Coalescer::flush() {
+    if (segments_ == 0) return;
+    emit_pending();
+    segments_ = 0;
+    buf_.clear();
+}
+
+} // namespace rknp

@@ -1,0 +1,68 @@
+// Tap offloads (IFF_VNET_HDR): every frame on the tap carries a 10-byte
+// VnetHdr. Guest -> stack: the kernel hands us TCP super-frames of
+// up to 64 KiB (TSO) with a partial checksum that we complete, so libslirp
+// sees one large segment instead of dozens. Stack -> guest: consecutive
+// in-order segments of one TCP flow are merged into one GSO frame (like a
+// NIC's LRO), so the guest's stack handles one packet instead of dozens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace rknp {
+
+// struct virtio_net_hdr (linux/virtio_net.h is not valid C++), little-endian
+// as the tap uses it on x86 and arm64.
+struct VnetHdr {
+    uint8_t flags;
+    uint8_t gso_type;
+    uint16_t hdr_len;
+    uint16_t gso_size;
+    uint16_t csum_start;
+    uint16_t csum_offset;
+};
+inline constexpr uint8_t kVnetNeedsCsum = 1;
+inline constexpr uint8_t kVnetDataValid = 2;
+inline constexpr uint8_t kVnetGsoTcp4 = 1;
+inline constexpr uint8_t kVnetGsoTcp6 = 4;
+inline constexpr size_t kVnetHdrSize = sizeof(VnetHdr);
+static_assert(kVnetHdrSize == 10);
+
+// Completes a kVnetNeedsCsum checksum in frame (Ethernet
+// frame without the vnet header). Returns false if the offsets are bogus.
+bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h);
+
+// Merges stack -> guest TCP segments. Frames are written through the sink
+// in the order they were given; flush() must be called before the loop
+// sleeps.
+class Coalescer {
+public:
+    // sink(header, frame) writes one frame with its vnet header.
+    using Sink = std::function<void(const VnetHdr &, std::span<const uint8_t>)>;
+    explicit Coalescer(Sink sink);
+
+    void push(std::span<const uint8_t> frame);
+    void flush();
+
+private:
+    struct Flow; // parsed headers of a mergeable segment
+    bool parse(std::span<const uint8_t> frame, Flow &f) const;
+    bool can_append(const Flow &f) const;
+    void emit_pending();
+
+    Sink sink_;
+    std::vector<uint8_t> buf_; // headers of the first segment + payloads
+    size_t segments_ = 0;
+    size_t hdr_len_ = 0;   // Ethernet + IP + TCP
+    size_t l3_off_ = 14;
+    bool ipv6_ = false;
+    uint16_t gso_size_ = 0;
+    uint16_t last_len_ = 0;
+    uint32_t next_seq_ = 0;
+    bool push_flag_ = false;
+};
+
+} // namespace rknp

@@ -1,0 +1,205 @@
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+
+#include <cstring>
+#include <vector>
+
+#include "checksum.hpp"
+#include "offload.hpp"
+
+using namespace rknp;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// Verifies an IPv4 TCP frame's IP and TCP checksums.
+bool checksums_valid(const Bytes &f) {
+    const uint8_t *ip = f.data() + 14;
+    if (csum_fold(csum_add(0, ip, 20)) != 0xffff) return false;
+    size_t l4 = f.size() - 34;
+    uint8_t pseudo[12];
+    std::memcpy(pseudo, ip + 12, 8);
+    pseudo[8] = 0;
+    pseudo[9] = 6;
+    pseudo[10] = uint8_t(l4 >> 8);
+    pseudo[11] = uint8_t(l4);
+    return csum_fold(csum_add(csum_add(0, pseudo, 12), f.data() + 34, l4)) ==
+           0xffff;
+}
+
+void fix_checksums(Bytes &f) {
+    uint8_t *ip = f.data() + 14;
+    ip[10] = ip[11] = 0;
+    uint16_t c = uint16_t(~csum_fold(csum_add(0, ip, 20)));
+    ip[10] = uint8_t(c >> 8);
+    ip[11] = uint8_t(c);
+    uint8_t *tcp = f.data() + 34;
+    tcp[16] = tcp[17] = 0;
+    size_t l4 = f.size() - 34;
+    uint8_t pseudo[12];
+    std::memcpy(pseudo, ip + 12, 8);
+    pseudo[8] = 0;
+    pseudo[9] = 6;
+    pseudo[10] = uint8_t(l4 >> 8);
+    pseudo[11] = uint8_t(l4);
+    c = uint16_t(~csum_fold(csum_add(csum_add(0, pseudo, 12), tcp, l4)));
+    tcp[16] = uint8_t(c >> 8);
+    tcp[17] = uint8_t(c);
+}
+
+// An IPv4 TCP data segment from 10.0.2.2:80 to 10.0.2.100:5000.
+Bytes segment(uint32_t seq, size_t payload, uint8_t flags = 0x10,
+              uint16_t sport = 80, uint8_t fill = 0) {
+    Bytes f(14 + 20 + 20 + payload, 0);
+    uint8_t *eth = f.data();
+    std::memset(eth, 0x02, 12);
+    eth[12] = 0x08;
+    uint8_t *ip = eth + 14;
+    ip[0] = 0x45;
+    uint16_t tot = uint16_t(40 + payload);
+    ip[2] = uint8_t(tot >> 8);
+    ip[3] = uint8_t(tot);
+    ip[6] = 0x40; // DF
+    ip[8] = 64;
+    ip[9] = 6;
+    uint32_t s = htonl(0x0a000202), d = htonl(0x0a000264);
+    std::memcpy(ip + 12, &s, 4);
+    std::memcpy(ip + 16, &d, 4);
+    uint8_t *tcp = ip + 20;
+    tcp[0] = uint8_t(sport >> 8);
+    tcp[1] = uint8_t(sport);
+    tcp[2] = 0x13;
+    tcp[3] = 0x88;
+    uint32_t nseq = htonl(seq), ack = htonl(777);
+    std::memcpy(tcp + 4, &nseq, 4);
+    std::memcpy(tcp + 8, &ack, 4);
+    tcp[12] = 0x50;
+    tcp[13] = flags;
+    tcp[14] = 0xff;
+    tcp[15] = 0xff;
+    for (size_t i = 0; i < payload; ++i)
+        f[54 + i] = uint8_t(fill + seq + i);
+    fix_checksums(f);
+    return f;
+}
+
+struct Out {
+    VnetHdr h;
+    Bytes frame;
+};
+
+} // namespace
+
+TEST_CASE("checksum primitives match RFC 1071's example") {
+    const uint8_t data[] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
+    CHECK(csum_fold(csum_add(0, data, sizeof data)) == 0xddf2);
+    const uint8_t odd[] = {0x01, 0x02, 0x03};
+    CHECK(csum_fold(csum_add(0, odd, 3)) == 0x0402);
+}
+
+TEST_CASE("a partial checksum from the kernel is completed correctly") {
+    Bytes f = segment(1000, 333);
+    REQUIRE(checksums_valid(f));
+    // What the kernel hands over with NEEDS_CSUM: pseudo-header sum only.
+    uint8_t pseudo[12];
+    std::memcpy(pseudo, f.data() + 26, 8);
+    pseudo[8] = 0;
+    pseudo[9] = 6;
+    pseudo[10] = uint8_t((20 + 333) >> 8);
+    pseudo[11] = uint8_t(20 + 333);
+    uint16_t partial = csum_fold(csum_add(0, pseudo, 12));
+    f[50] = uint8_t(partial >> 8);
+    f[51] = uint8_t(partial);
+    CHECK_FALSE(checksums_valid(f));
+    VnetHdr h{kVnetNeedsCsum, 0, 0, 0, 34, 16};
+    REQUIRE(complete_checksum(f, h));
+    CHECK(checksums_valid(f));
+    VnetHdr bogus{kVnetNeedsCsum, 0, 0, 0, 34, 60000};
+    CHECK_FALSE(complete_checksum(f, bogus));
+}
+
+TEST_CASE("consecutive segments of one flow become one GSO frame") {
+    std::vector<Out> out;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+    });
+    c.push(segment(1000, 1460));
+    c.push(segment(2460, 1460));
+    c.push(segment(3920, 500, 0x18)); // PSH ends the batch
+    CHECK(out.empty());
+    c.flush();
+    REQUIRE(out.size() == 1);
+    const auto &o = out[0];
+    CHECK(o.h.gso_type == kVnetGsoTcp4);
+    CHECK(o.h.gso_size == 1460);
+    CHECK(o.h.hdr_len == 54);
+    CHECK(o.h.flags == kVnetNeedsCsum);
+    CHECK(o.h.csum_start == 34);
+    CHECK(o.h.csum_offset == 16);
+    REQUIRE(o.frame.size() == 54 + 1460 + 1460 + 500);
+    CHECK(((o.frame[16] << 8) | o.frame[17]) == 40 + 3420); // IP total length
+    CHECK((o.frame[47] & 0x08) != 0);                       // PSH kept
+    // Payload bytes are the three payloads in order.
+    for (size_t i = 0; i < 3420; ++i)
+        REQUIRE(o.frame[54 + i] == uint8_t(1000 + i));
+    // The IP header checksum is valid; the TCP field is the pseudo sum,
+    // which the kernel completes into a valid checksum when it must.
+    CHECK(csum_fold(csum_add(0, o.frame.data() + 14, 20)) == 0xffff);
+    Bytes completed = o.frame;
+    REQUIRE(complete_checksum(completed, o.h));
+    CHECK(checksums_valid(completed));
+}
+
+TEST_CASE("frames that cannot merge are written unchanged and in order") {
+    std::vector<Out> out;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+    });
+    Bytes a = segment(1000, 1460);
+    Bytes gap = segment(5000, 1460);               // not contiguous
+    Bytes other = segment(6460, 1460, 0x10, 81);   // another flow
+    Bytes ack = segment(0, 0);                     // no payload
+    Bytes arp(60, 0);
+    arp[12] = 0x08;
+    arp[13] = 0x06;
+    for (auto *f : {&a, &gap, &other, &ack, &arp}) c.push(*f);
+    c.flush();
+    REQUIRE(out.size() == 5);
+    CHECK(out[0].frame == a);
+    CHECK(out[0].h.flags == kVnetDataValid);
+    CHECK(out[0].h.gso_type == 0);
+    CHECK(out[1].frame == gap);
+    CHECK(out[2].frame == other);
+    CHECK(out[3].frame == ack);
+    CHECK(out[3].h.flags == 0);
+    CHECK(out[4].frame == arp);
+    for (int i = 0; i < 3; ++i) CHECK(checksums_valid(out[size_t(i)].frame));
+}
+
+TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
+    std::vector<Out> out;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+    });
+    c.push(segment(0, 1000));
+    c.push(segment(1000, 400)); // shorter than gso_size: last one allowed
+    c.push(segment(1400, 1000)); // cannot follow a short segment
+    c.flush();
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].frame.size() == 54 + 1400);
+    CHECK(out[1].frame.size() == 54 + 1000);
+
+    out.clear();
+    uint32_t seq = 0;
+    for (int i = 0; i < 100; ++i, seq += 1460) c.push(segment(seq, 1460));
+    c.flush();
+    size_t total = 0;
+    for (auto &o : out) {
+        CHECK(o.frame.size() - 14 <= 65535);
+        total += o.frame.size() - 54;
+    }
+    CHECK(total == 146000);
+    CHECK(out.size() == 3);
+}
