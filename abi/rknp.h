@@ -250,6 +250,71 @@ RKNP_API void rknp_parent_close(rknp_parent *p);
 RKNP_API void rknp_parent_free(rknp_parent *p);
 
 /* ------------------------------------------------------------------------ */
+/* Port forwarding (parent side)                                            */
+/* ------------------------------------------------------------------------ */
+
+enum { RKNP_PROTO_TCP = 0, RKNP_PROTO_UDP = 1 };
+
+/**
+ * A forward from a host address and port to a guest port. Connections
+ * reach the guest from the gateway address (libslirp does not propagate the
+ * source IP). Later versions append fields.
+ */
+typedef struct rknp_forward {
+    uint32_t struct_size;   /* set by rknp_forward_init */
+    uint32_t protocol;      /* RKNP_PROTO_TCP or RKNP_PROTO_UDP */
+    const char *host_addr;  /* IPv4 or IPv6 literal; NULL: "0.0.0.0" */
+    uint32_t host_port;     /* 1..65535 */
+    uint32_t guest_port;    /* 1..65535 */
+    const char *guest_addr; /* IPv4 literal in the CIDR; NULL: the guest */
+} rknp_forward;
+
+/** Fills fwd with defaults for struct_size bytes. Thread-safe. */
+RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd,
+                                       uint32_t struct_size);
+
+/**
+ * Opens the host socket and starts forwarding; *id_out receives an id for
+ * rknp_parent_remove_forward. Fails with RKNP_ERR_INVALID_ARGUMENT for bad
+ * values or a duplicate (same protocol, host address and port), with
+ * RKNP_ERR_SYSTEM when the host port cannot be bound (in use, privileged),
+ * and with RKNP_ERR_STATE unless the parent is running. Thread-safe: the
+ * request runs on the stack thread and this call waits for it.
+ */
+RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
+                                             const rknp_forward *fwd,
+                                             uint32_t *id_out,
+                                             rknp_error **err);
+
+/** Stops forward id and closes its host socket (established connections
+ *  keep running). Unknown ids are RKNP_ERR_INVALID_ARGUMENT. Thread-safe. */
+RKNP_API rknp_status rknp_parent_remove_forward(rknp_parent *p, uint32_t id,
+                                                rknp_error **err);
+
+/** One active forward, as listed. Strings are NUL-terminated in place. */
+typedef struct rknp_forward_info {
+    uint32_t struct_size;   /* set by the caller */
+    uint32_t id;
+    uint32_t protocol;
+    uint32_t host_port;
+    uint32_t guest_port;
+    char host_addr[46];
+    char guest_addr[16];
+} rknp_forward_info;
+
+/**
+ * Copies up to capacity active forwards (ordered by id) into out, whose
+ * elements the caller has set struct_size on, and stores the total number
+ * of forwards in *count (which may exceed capacity: call again with a larger
+ * array). out may be NULL when capacity is 0. Thread-safe.
+ */
+RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
+                                               rknp_forward_info *out,
+                                               uint32_t capacity,
+                                               uint32_t *count,
+                                               rknp_error **err);
+
+/* ------------------------------------------------------------------------ */
 /* Child side                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -326,6 +391,14 @@ typedef struct rknp_api_v1 {
     rknp_status (*child_configure)(const rknp_kv *, uint32_t,
                                    const rknp_child_options *, char *,
                                    uint32_t, rknp_error **);
+    rknp_status (*forward_init)(rknp_forward *, uint32_t);
+    rknp_status (*parent_add_forward)(rknp_parent *, const rknp_forward *,
+                                      uint32_t *, rknp_error **);
+    rknp_status (*parent_remove_forward)(rknp_parent *, uint32_t,
+                                         rknp_error **);
+    rknp_status (*parent_list_forwards)(const rknp_parent *,
+                                        rknp_forward_info *, uint32_t,
+                                        uint32_t *, rknp_error **);
 } rknp_api_v1;
 
 /** Name of the entry point, for dlsym. */

@@ -228,6 +228,64 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
     });
 }
 
+RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd, uint32_t struct_size) {
+    if (fwd == nullptr || struct_size < sizeof *fwd)
+        return RKNP_ERR_INVALID_ARGUMENT;
+    std::memset(fwd, 0, sizeof *fwd);
+    fwd->struct_size = sizeof *fwd;
+    fwd->protocol = RKNP_PROTO_TCP;
+    return RKNP_OK;
+}
+
+RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
+                                             const rknp_forward *fwd,
+                                             uint32_t *id_out,
+                                             rknp_error **err) {
+    return guarded(err, [&] {
+        require(p != nullptr, "parent");
+        require(fwd != nullptr, "forward");
+        require(id_out != nullptr, "id_out");
+        *id_out = p->impl.add_forward(*fwd);
+    });
+}
+
+RKNP_API rknp_status rknp_parent_remove_forward(rknp_parent *p, uint32_t id,
+                                                rknp_error **err) {
+    return guarded(err, [&] {
+        require(p != nullptr, "parent");
+        p->impl.remove_forward(id);
+    });
+}
+
+RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
+                                               rknp_forward_info *out,
+                                               uint32_t capacity,
+                                               uint32_t *count,
+                                               rknp_error **err) {
+    return guarded(err, [&] {
+        require(p != nullptr, "parent");
+        require(count != nullptr, "count");
+        require(out != nullptr || capacity == 0, "out");
+        auto all = p->impl.forwards();
+        *count = uint32_t(all.size());
+        uint32_t i = 0;
+        for (const auto &[id, f] : all) {
+            if (i == capacity) break;
+            rknp_forward_info &o = out[i++];
+            if (!fits(o.struct_size, sizeof o))
+                rknp::throw_invalid("rknp_forward_info.struct_size " +
+                                    std::to_string(o.struct_size) +
+                                    " is too small");
+            o.id = id;
+            o.protocol = f.udp ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
+            o.host_port = f.host_port;
+            o.guest_port = f.guest_port;
+            put(o.host_addr, f.host_string());
+            put(o.guest_addr, rknp::format_ipv4(f.guest));
+        }
+    });
+}
+
 static const rknp_api_v1 kApiV1 = {
     sizeof(rknp_api_v1),
     RKNP_ABI_MAJOR,
@@ -249,6 +307,10 @@ static const rknp_api_v1 kApiV1 = {
     rknp_parent_free,
     rknp_child_options_init,
     rknp_child_configure,
+    rknp_forward_init,
+    rknp_parent_add_forward,
+    rknp_parent_remove_forward,
+    rknp_parent_list_forwards,
 };
 
 RKNP_API const void *rknp_get_api(uint32_t abi_major) {

@@ -53,13 +53,15 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         try {
             loop = std::make_unique<StackLoop>(cfg_, std::move(listen),
                                                child_pid, wake_.get(), stop_,
-                                               stats_);
+                                               stats_, tasks_);
         } catch (...) {
             ready.set_exception(std::current_exception());
             return;
         }
         ready.set_value();
         loop->run();
+        // Requests that raced with the stop learn that the stack is gone.
+        for (auto &task : tasks_.close()) task(nullptr);
     });
     try {
         ready_future.get();
@@ -90,11 +92,59 @@ void Parent::close() noexcept {
         uint64_t one = 1;
         (void)!::write(wake_.get(), &one, sizeof one);
         if (thread_.joinable()) thread_.join();
-        wake_.reset();
+        // wake_ stays open until destruction: a racing on_stack may still
+        // write to it.
         ::unlink(socket_path_.c_str());
         stats_.tap_attached.store(false);
     }
     state_ = State::Closed;
+}
+
+void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
+    if (!started_.load() || stop_.load())
+        throw Error(RKNP_ERR_STATE, "parent is not running");
+    std::promise<void> done;
+    auto result = done.get_future();
+    bool queued = tasks_.post([&](StackLoop *loop) {
+        try {
+            if (loop == nullptr)
+                throw Error(RKNP_ERR_STATE, "parent is not running");
+            fn(*loop);
+            done.set_value();
+        } catch (...) {
+            done.set_exception(std::current_exception());
+        }
+    });
+    if (!queued) throw Error(RKNP_ERR_STATE, "parent is not running");
+    uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
+    result.get();
+}
+
+uint32_t Parent::add_forward(const rknp_forward &f) {
+    ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr);
+    std::lock_guard lock(fwd_mu_);
+    fwds_.check_new(spec);
+    on_stack([&](StackLoop &loop) { loop.add_forward(spec); });
+    uint32_t id = fwds_.insert(spec);
+    cfg_.logger.info("forward " + std::to_string(id) + ": " +
+                     (spec.udp ? "udp " : "tcp ") + spec.host_string() + ":" +
+                     std::to_string(spec.host_port) + " -> " +
+                     format_ipv4(spec.guest) + ":" +
+                     std::to_string(spec.guest_port));
+    return id;
+}
+
+void Parent::remove_forward(uint32_t id) {
+    std::lock_guard lock(fwd_mu_);
+    ForwardSpec spec = fwds_.at(id);
+    on_stack([&](StackLoop &loop) { loop.remove_forward(spec); });
+    fwds_.erase(id);
+}
+
+std::map<uint32_t, ForwardSpec> Parent::forwards() const {
+    std::lock_guard lock(fwd_mu_);
+    return fwds_.all();
 }
 
 } // namespace rknp

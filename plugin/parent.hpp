@@ -5,15 +5,21 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "config.hpp"
 #include "fd.hpp"
+#include "forwards.hpp"
 #include "stats.hpp"
+#include "task_queue.hpp"
 
 namespace rknp {
+
+class StackLoop;
 
 class Parent {
 public:
@@ -32,8 +38,16 @@ public:
     const KeyValues &opaque() const { return opaque_; }
     bool started() const { return started_.load(); }
 
+    // Port forwards; thread-safe, run on the stack thread. Throw Error.
+    uint32_t add_forward(const rknp_forward &f);
+    void remove_forward(uint32_t id);
+    std::map<uint32_t, ForwardSpec> forwards() const;
+
 private:
     enum class State { Created, Running, Closed };
+
+    // Runs fn(loop) on the stack thread and waits; throws what fn throws.
+    void on_stack(const std::function<void(StackLoop &)> &fn);
 
     ParentConfig cfg_;
     Stats stats_;
@@ -45,6 +59,9 @@ private:
     std::thread thread_;
     std::string socket_path_;
     KeyValues opaque_;
+    TaskQueue tasks_;
+    mutable std::mutex fwd_mu_; // serialises forward changes, guards fwds_
+    ForwardTable fwds_;
 };
 
 } // namespace rknp

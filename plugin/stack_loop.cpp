@@ -83,9 +83,10 @@ const SlirpCb kCallbacks = {
 
 StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
                      pid_t child_pid, int wake_fd,
-                     const std::atomic<bool> &stop, Stats &stats)
+                     const std::atomic<bool> &stop, Stats &stats,
+                     TaskQueue &tasks)
     : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
-      wake_fd_(wake_fd), stop_(stop), stats_(stats),
+      wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       coalescer_([this](const VnetHdr &h, std::span<const uint8_t> f) {
           write_frame(h, f);
       }),
@@ -245,6 +246,62 @@ void StackLoop::input_frame(size_t n) {
     slirp_input(slirp_, frame, int(n));
 }
 
+namespace {
+
+struct HostAddr {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+};
+
+HostAddr host_sockaddr(const ForwardSpec &f) {
+    HostAddr h;
+    if (f.host_v6) {
+        auto *a = reinterpret_cast<sockaddr_in6 *>(&h.ss);
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = f.host6;
+        a->sin6_port = htons(f.host_port);
+        h.len = sizeof *a;
+    } else {
+        auto *a = reinterpret_cast<sockaddr_in *>(&h.ss);
+        a->sin_family = AF_INET;
+        a->sin_addr = in4(f.host4);
+        a->sin_port = htons(f.host_port);
+        h.len = sizeof *a;
+    }
+    return h;
+}
+
+int forward_flags(const ForwardSpec &f) {
+    // V6ONLY: "::" must not also claim the IPv4 port (a separate forward).
+    return (f.udp ? SLIRP_HOSTFWD_UDP : 0) | (f.host_v6 ? SLIRP_HOSTFWD_V6ONLY : 0);
+}
+
+} // namespace
+
+void StackLoop::add_forward(const ForwardSpec &f) {
+    HostAddr h = host_sockaddr(f);
+    sockaddr_in g{};
+    g.sin_family = AF_INET;
+    g.sin_addr = in4(f.guest);
+    g.sin_port = htons(f.guest_port);
+    errno = 0;
+    if (slirp_add_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss), h.len,
+                           reinterpret_cast<sockaddr *>(&g), sizeof g,
+                           forward_flags(f)) < 0)
+        throw_errno(std::string("forward ") + (f.udp ? "udp " : "tcp ") +
+                        f.host_string() + ":" + std::to_string(f.host_port),
+                    errno != 0 ? errno : EADDRINUSE);
+}
+
+void StackLoop::remove_forward(const ForwardSpec &f) {
+    HostAddr h = host_sockaddr(f);
+    if (slirp_remove_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss),
+                              h.len, forward_flags(f)) < 0)
+        throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " +
+                                           f.host_string() + ":" +
+                                           std::to_string(f.host_port));
+}
+
 void StackLoop::run() {
     while (!stop_.load()) {
         fds_.clear();
@@ -271,6 +328,7 @@ void StackLoop::run() {
         if (fds_[0].revents & POLLIN) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);
+            for (auto &task : tasks_.take()) task(this);
         }
         if (listen_idx >= 0 && listen_ &&
             (fds_[size_t(listen_idx)].revents & POLLIN))

@@ -14,8 +14,10 @@
 
 #include "config.hpp"
 #include "fd.hpp"
+#include "forwards.hpp"
 #include "offload.hpp"
 #include "stats.hpp"
+#include "task_queue.hpp"
 #include "timers.hpp"
 
 struct Slirp;
@@ -26,13 +28,18 @@ class StackLoop {
 public:
     // Creates the libslirp instance; throws Error.
     StackLoop(const ParentConfig &cfg, UniqueFd listen_fd, pid_t child_pid,
-              int wake_fd, const std::atomic<bool> &stop, Stats &stats);
+              int wake_fd, const std::atomic<bool> &stop, Stats &stats,
+              TaskQueue &tasks);
     ~StackLoop();
     StackLoop(const StackLoop &) = delete;
     StackLoop &operator=(const StackLoop &) = delete;
 
     // Runs until stop is set (and wake_fd signalled).
     void run();
+
+    // libslirp host forwards; on the stack thread only. Throw Error.
+    void add_forward(const ForwardSpec &f);
+    void remove_forward(const ForwardSpec &f);
 
 private:
     friend struct SlirpCallbacks;
@@ -52,6 +59,7 @@ private:
     int wake_fd_;
     const std::atomic<bool> &stop_;
     Stats &stats_;
+    TaskQueue &tasks_;
     UniqueFd tap_;
     bool vnet_hdr_ = false;
     Coalescer coalescer_;

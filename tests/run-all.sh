@@ -6,8 +6,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "run as root (tests create namespaces and a test user)"; exit 1; }
+source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja
-cmake --build "$BUILD"
+build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== all tests passed"

@@ -8,6 +8,7 @@
  * usage: rknp-harness [options] -- COMMAND [ARGS...]
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
+ *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
  *   --stats               print counters to stderr when the command exits
@@ -120,6 +121,8 @@ int main(int argc, char **argv) {
     rknp_config cfg;
     rknp_config_init(&cfg, sizeof cfg);
     const char *netns = NULL;
+    char *forwards[16];
+    int nforwards = 0;
     int stats = 0, i;
     log_file = stderr;
     for (i = 1; i < argc; i++) {
@@ -140,6 +143,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--ipv6-address") == 0) cfg.ipv6_address = v;
         else if (strcmp(a, "--outbound-addr") == 0) cfg.outbound_addr = v;
         else if (strcmp(a, "--detach-netns") == 0) netns = v;
+        else if (strcmp(a, "--forward") == 0 && nforwards < 16) forwards[nforwards++] = argv[i];
         else if (strcmp(a, "--log") == 0) {
             log_file = fopen(v, "a");
             if (log_file == NULL) { perror(v); return 2; }
@@ -166,6 +170,22 @@ int main(int argc, char **argv) {
     if (read(up[0], &ready, 1) != 1) { fprintf(stderr, "rknp-harness: child died\n"); return 2; }
     if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) die("start", err);
 
+    for (int f = 0; f < nforwards; f++) {
+        rknp_forward fw;
+        rknp_forward_init(&fw, sizeof fw);
+        char *proto = strtok(forwards[f], ","), *host = strtok(NULL, ",");
+        char *hp = strtok(NULL, ","), *gp = strtok(NULL, ",");
+        if (proto == NULL || host == NULL || hp == NULL || gp == NULL) {
+            fprintf(stderr, "rknp-harness: bad --forward\n");
+            return 2;
+        }
+        fw.protocol = strcmp(proto, "udp") == 0 ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
+        fw.host_addr = host;
+        fw.host_port = (uint32_t)strtoul(hp, NULL, 10);
+        fw.guest_port = (uint32_t)strtoul(gp, NULL, 10);
+        uint32_t id;
+        if (rknp_parent_add_forward(parent, &fw, &id, &err) != RKNP_OK) die("forward", err);
+    }
     uint32_t count = rknp_parent_opaque_count(parent), len = 0;
     char *blob = NULL;
     for (uint32_t k = 0; k < count; k++) {

@@ -130,6 +130,30 @@ detached_case() {
 }
 check "detached netns: tap made there, caller's namespace untouched (root)" detached_case
 
+forward_case() {
+    local hp up
+    hp=$(free_port)
+    up=$(free_port)
+    # The servers inside stop when the host side touches fwd.done.
+    run --forward "tcp,127.0.0.1,$hp,8080" --forward "udp,127.0.0.1,$up,5353" -- sh -c "
+        python3 '$TESTS_LIB/udp_echo.py' 0.0.0.0 5353 & e=\$!
+        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH' 8080 & h=\$!
+        for i in \$(seq 300); do [ -e '$SCRATCH/fwd.done' ] && break; sleep 0.1; done
+        kill \$e \$h" >/dev/null 2>&1 &
+    local pid=$!
+    local ok=1
+    for _ in $(seq 100); do
+        curl -fsS -m 20 "http://127.0.0.1:$hp/payload" -o "$SCRATCH/fwd.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    [ "$(sha256sum <"$SCRATCH/fwd.out" | cut -d' ' -f1)" = "$WANT" ] || { echo "tcp forward: payload differs"; ok=0; }
+    python3 "$TESTS_LIB/udp_echo.py" --client 127.0.0.1 "$up" || { echo "udp forward: no echo"; ok=0; }
+    touch "$SCRATCH/fwd.done"
+    wait "$pid" || true
+    [ "$ok" = 1 ]
+}
+check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forward_case
+
 exit_code_case() {
     local rc=0
     run -- sh -c 'exit 7' || rc=$?

@@ -1,0 +1,79 @@
+#include "forwards.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "error.hpp"
+
+namespace rknp {
+
+ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
+    if (f.struct_size < sizeof(rknp_forward))
+        throw_invalid("invalid rknp_forward.struct_size " +
+                      std::to_string(f.struct_size) +
+                      ": call rknp_forward_init first");
+    ForwardSpec s;
+    if (f.protocol != RKNP_PROTO_TCP && f.protocol != RKNP_PROTO_UDP)
+        throw_invalid("invalid protocol \"" + std::to_string(f.protocol) +
+                      "\": must be RKNP_PROTO_TCP or RKNP_PROTO_UDP");
+    s.udp = f.protocol == RKNP_PROTO_UDP;
+    check_u32("host_port", f.host_port, 1, 65535);
+    check_u32("guest_port", f.guest_port, 1, 65535);
+    s.host_port = uint16_t(f.host_port);
+    s.guest_port = uint16_t(f.guest_port);
+    std::string host = f.host_addr != nullptr ? f.host_addr : "0.0.0.0";
+    if (host.find(':') != std::string::npos) {
+        s.host_v6 = true;
+        s.host6 = parse_ipv6("host_addr", host);
+    } else {
+        s.host4 = parse_ipv4("host_addr", host);
+    }
+    if (f.guest_addr != nullptr) {
+        s.guest = parse_ipv4("guest_addr", f.guest_addr);
+        if ((s.guest & net.netmask()) != net.network)
+            throw_invalid("invalid guest_addr \"" + std::string(f.guest_addr) +
+                          "\": not in " + format_ipv4(net.network) + "/" +
+                          std::to_string(net.prefix_len));
+    } else {
+        s.guest = net.guest();
+    }
+    return s;
+}
+
+std::string ForwardSpec::host_string() const {
+    return host_v6 ? format_ipv6(host6) : format_ipv4(host4);
+}
+
+bool ForwardSpec::same_host_side(const ForwardSpec &o) const {
+    if (udp != o.udp || host_port != o.host_port || host_v6 != o.host_v6)
+        return false;
+    return host_v6 ? std::memcmp(&host6, &o.host6, sizeof host6) == 0
+                   : host4 == o.host4;
+}
+
+void ForwardTable::check_new(const ForwardSpec &s) const {
+    for (const auto &[id, f] : fwds_)
+        if (f.same_host_side(s))
+            throw_invalid(std::string(s.udp ? "udp" : "tcp") + " " +
+                          s.host_string() + ":" + std::to_string(s.host_port) +
+                          " is already forwarded (id " + std::to_string(id) +
+                          ")");
+}
+
+uint32_t ForwardTable::insert(const ForwardSpec &s) {
+    uint32_t id = next_id_++;
+    fwds_.emplace(id, s);
+    return id;
+}
+
+const ForwardSpec &ForwardTable::at(uint32_t id) const {
+    auto it = fwds_.find(id);
+    if (it == fwds_.end())
+        throw_invalid("no forward with id " + std::to_string(id));
+    return it->second;
+}
+
+void ForwardTable::erase(uint32_t id) { fwds_.erase(id); }
+
+} // namespace rknp

@@ -1,0 +1,208 @@
+// Port forwarding through the C ABI on a running parent (no child needed:
+// the host side of a forward is a listening socket of the stack thread).
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../unit/temp_dir.hpp"
+#include "rknp.h"
+
+namespace {
+
+// Binds a socket of type to 127.0.0.1:port; returns the fd or -1.
+int bind_local(int type, uint16_t port) {
+    int s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+uint16_t free_port() {
+    int s = bind_local(SOCK_STREAM, 0);
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    getsockname(s, reinterpret_cast<sockaddr *>(&a), &len);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+bool port_taken(int type, uint16_t port) {
+    int s = bind_local(type, port);
+    if (s >= 0) close(s);
+    return s < 0;
+}
+
+struct Running {
+    TempDir dir;
+    rknp_parent *p = nullptr;
+    Running() {
+        rknp_config cfg;
+        rknp_config_init(&cfg, sizeof cfg);
+        REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
+        REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, nullptr) ==
+                RKNP_OK);
+    }
+    ~Running() { rknp_parent_free(p); }
+};
+
+rknp_forward tcp(uint32_t host_port, uint32_t guest_port = 80,
+                 const char *host = "127.0.0.1") {
+    rknp_forward f;
+    rknp_forward_init(&f, sizeof f);
+    f.host_addr = host;
+    f.host_port = host_port;
+    f.guest_port = guest_port;
+    return f;
+}
+
+std::string add_error(rknp_parent *p, const rknp_forward &f,
+                      rknp_status want) {
+    uint32_t id = 0;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_add_forward(p, &f, &id, &err) == want);
+    std::string msg = rknp_error_message(err);
+    rknp_error_free(err);
+    return msg;
+}
+
+} // namespace
+
+TEST_CASE("add, list and remove TCP and UDP forwards") {
+    Running r;
+    uint16_t tport = free_port(), uport = free_port();
+    uint32_t tid = 0, uid = 0;
+    auto t = tcp(tport, 8080);
+    REQUIRE(rknp_parent_add_forward(r.p, &t, &tid, nullptr) == RKNP_OK);
+    CHECK(port_taken(SOCK_STREAM, tport));
+    auto u = tcp(uport, 5353);
+    u.protocol = RKNP_PROTO_UDP;
+    REQUIRE(rknp_parent_add_forward(r.p, &u, &uid, nullptr) == RKNP_OK);
+    CHECK(port_taken(SOCK_DGRAM, uport));
+    CHECK(tid != uid);
+
+    uint32_t count = 0;
+    REQUIRE(rknp_parent_list_forwards(r.p, nullptr, 0, &count, nullptr) ==
+            RKNP_OK);
+    REQUIRE(count == 2);
+    std::vector<rknp_forward_info> list(2);
+    for (auto &i : list) i.struct_size = sizeof i;
+    REQUIRE(rknp_parent_list_forwards(r.p, list.data(), 2, &count, nullptr) ==
+            RKNP_OK);
+    CHECK(list[0].id == tid);
+    CHECK(list[0].protocol == RKNP_PROTO_TCP);
+    CHECK(std::string(list[0].host_addr) == "127.0.0.1");
+    CHECK(list[0].host_port == tport);
+    CHECK(std::string(list[0].guest_addr) == "10.0.2.100");
+    CHECK(list[0].guest_port == 8080);
+    CHECK(list[1].protocol == RKNP_PROTO_UDP);
+
+    REQUIRE(rknp_parent_remove_forward(r.p, tid, nullptr) == RKNP_OK);
+    CHECK_FALSE(port_taken(SOCK_STREAM, tport));
+    REQUIRE(rknp_parent_remove_forward(r.p, uid, nullptr) == RKNP_OK);
+    CHECK_FALSE(port_taken(SOCK_DGRAM, uport));
+    REQUIRE(rknp_parent_list_forwards(r.p, nullptr, 0, &count, nullptr) ==
+            RKNP_OK);
+    CHECK(count == 0);
+}
+
+TEST_CASE("IPv6 host addresses forward to the IPv4 guest") {
+    Running r;
+    uint16_t port = free_port();
+    auto f = tcp(port, 80, "::1");
+    uint32_t id = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &f, &id, nullptr) == RKNP_OK);
+    rknp_forward_info info{};
+    info.struct_size = sizeof info;
+    uint32_t count = 0;
+    REQUIRE(rknp_parent_list_forwards(r.p, &info, 1, &count, nullptr) == RKNP_OK);
+    CHECK(std::string(info.host_addr) == "::1");
+    CHECK(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_OK);
+}
+
+TEST_CASE("duplicates, ports in use, bad values and unknown ids fail cleanly") {
+    Running r;
+    uint16_t port = free_port();
+    auto f = tcp(port);
+    uint32_t id = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &f, &id, nullptr) == RKNP_OK);
+    CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+          "tcp 127.0.0.1:" + std::to_string(port) +
+              " is already forwarded (id " + std::to_string(id) + ")");
+
+    int busy = bind_local(SOCK_STREAM, 0);
+    REQUIRE(listen(busy, 1) == 0);
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    getsockname(busy, reinterpret_cast<sockaddr *>(&a), &len);
+    auto in_use = tcp(ntohs(a.sin_port));
+    CHECK(add_error(r.p, in_use, RKNP_ERR_SYSTEM).find("Address already in use") !=
+          std::string::npos);
+    close(busy);
+
+    auto bad = tcp(0);
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid host_port \"0\": must be 1..65535");
+    bad = tcp(uint32_t(port) + 1, 70000);
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid guest_port \"70000\": must be 1..65535");
+    bad = tcp(port + 1, 80, "localhost");
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT).find("host_addr") !=
+          std::string::npos);
+    bad = tcp(port + 1);
+    bad.guest_addr = "192.168.1.1";
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid guest_addr \"192.168.1.1\": not in 10.0.2.0/24");
+    bad = tcp(port + 1);
+    bad.protocol = 7;
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT).find("protocol") !=
+          std::string::npos);
+
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_remove_forward(r.p, 999, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rknp_error_message(err)) == "no forward with id 999");
+    rknp_error_free(err);
+    CHECK(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_OK);
+    CHECK(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("forwards need a running parent; many threads may add at once") {
+    rknp_config cfg;
+    rknp_config_init(&cfg, sizeof cfg);
+    rknp_parent *p = nullptr;
+    REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
+    auto f = tcp(free_port());
+    CHECK(add_error(p, f, RKNP_ERR_STATE) == "parent is not running");
+    rknp_parent_free(p);
+
+    Running r;
+    std::vector<std::thread> threads;
+    std::vector<rknp_status> results(8, -1);
+    std::vector<uint16_t> ports;
+    for (int i = 0; i < 8; ++i) ports.push_back(free_port());
+    for (int i = 0; i < 8; ++i)
+        threads.emplace_back([&, i] {
+            auto fw = tcp(ports[size_t(i)]);
+            uint32_t id;
+            results[size_t(i)] = rknp_parent_add_forward(r.p, &fw, &id, nullptr);
+        });
+    for (auto &t : threads) t.join();
+    for (auto rc : results) CHECK(rc == RKNP_OK);
+    uint32_t count = 0;
+    rknp_parent_list_forwards(r.p, nullptr, 0, &count, nullptr);
+    CHECK(count == 8);
+    rknp_parent_close(r.p);
+    CHECK(add_error(r.p, f, RKNP_ERR_STATE) == "parent is not running");
+}

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Demo: builds rknp and the rootlesskit-compatible command, then, as an
+# unprivileged user, runs `rootlesskit --net=plugin` whose child fetches a
+# page from a web server on the host's 127.0.0.1 (reached as 10.0.2.2).
+# Run as root on a fresh machine; it installs what it needs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build}
+[ "$(id -u)" = 0 ] || { echo "run as root (it creates a test user)"; exit 1; }
+source "$ROOT/tests/lib/common.sh"
+source "$ROOT/tests/lib/build.sh"
+
+"$ROOT/tests/install-deps.sh"
+build_all "$BUILD"
+setup_test_user
+make_scratch
+trap 'stop_background; rm -rf "$SCRATCH"' EXIT
+chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
+echo "<h1>Hello from the host, through rknp</h1>" >"$SCRATCH/index.html"
+PORT=$(free_port)
+start_http 127.0.0.1 "$PORT" "$SCRATCH"
+
+echo "== rootlesskit --net=plugin (plugin: $BUILD/lib/librknp.so.1)"
+as_user "$BUILD/bin/rootlesskit" --net=plugin --copy-up=/etc -- sh -c "
+    echo '-- inside: id'; id
+    echo '-- inside: ip addr show tap0'; ip addr show tap0
+    echo '-- inside: ip route'; ip route
+    echo '-- inside: curl http://10.0.2.2:$PORT/'
+    curl -fsS -m 10 http://10.0.2.2:$PORT/"
+echo "== demo finished: the page above came from the host's 127.0.0.1:$PORT"

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""UDP echo for forwarding tests.
+
+server: udp_echo.py ADDR PORT            echoes every datagram
+client: udp_echo.py --client ADDR PORT   sends a random datagram, expects it
+                                         back (retries for ~10 s)
+"""
+import os
+import socket
+import sys
+
+
+def main():
+    if sys.argv[1] == "--client":
+        addr, port = sys.argv[2], int(sys.argv[3])
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.settimeout(0.5)
+        msg = os.urandom(512)
+        for _ in range(20):
+            sock.sendto(msg, (addr, port))
+            try:
+                if sock.recv(2048) == msg:
+                    return 0
+            except socket.timeout:
+                continue
+        return 1
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((sys.argv[1], int(sys.argv[2])))
+    while True:
+        data, peer = sock.recvfrom(65535)
+        sock.sendto(data, peer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

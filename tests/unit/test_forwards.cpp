@@ -1,0 +1,63 @@
+#include <doctest/doctest.h>
+
+#include "error.hpp"
+#include "forwards.hpp"
+
+using namespace rknp;
+
+namespace {
+
+rknp_forward make(uint32_t host_port, const char *host = nullptr) {
+    rknp_forward f{};
+    f.struct_size = sizeof f;
+    f.protocol = RKNP_PROTO_TCP;
+    f.host_addr = host;
+    f.host_port = host_port;
+    f.guest_port = 80;
+    return f;
+}
+
+const Ipv4Cidr kNet = Ipv4Cidr::parse("cidr", "10.0.135.128/25");
+
+} // namespace
+
+TEST_CASE("forward specs default to 0.0.0.0 and the guest address") {
+    auto s = ForwardSpec::from_c(make(8080), kNet);
+    CHECK(s.host_string() == "0.0.0.0");
+    CHECK_FALSE(s.host_v6);
+    CHECK(format_ipv4(s.guest) == "10.0.135.228");
+    auto v6 = ForwardSpec::from_c(make(8080, "::"), kNet);
+    CHECK(v6.host_v6);
+    CHECK(v6.host_string() == "::");
+    CHECK_FALSE(v6.same_host_side(s));
+    auto f = make(8080);
+    f.guest_addr = "10.0.135.200";
+    CHECK(format_ipv4(ForwardSpec::from_c(f, kNet).guest) == "10.0.135.200");
+    f.guest_addr = "10.0.135.1";
+    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
+                         "invalid guest_addr \"10.0.135.1\": not in "
+                         "10.0.135.128/25",
+                         Error);
+    f = make(8080);
+    f.struct_size = 4;
+    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
+                         doctest::Contains("rknp_forward_init"), Error);
+}
+
+TEST_CASE("the table refuses duplicate host sides and unknown ids") {
+    ForwardTable t;
+    auto a = ForwardSpec::from_c(make(8080, "127.0.0.1"), kNet);
+    t.check_new(a);
+    uint32_t id = t.insert(a);
+    CHECK_THROWS_WITH_AS(t.check_new(a),
+                         "tcp 127.0.0.1:8080 is already forwarded (id 1)", Error);
+    auto udp_same_port = make(8080, "127.0.0.1");
+    udp_same_port.protocol = RKNP_PROTO_UDP;
+    CHECK_NOTHROW(t.check_new(ForwardSpec::from_c(udp_same_port, kNet)));
+    CHECK_NOTHROW(t.check_new(ForwardSpec::from_c(make(8080, "127.0.0.2"), kNet)));
+    CHECK(t.at(id).host_port == 8080);
+    CHECK_THROWS_WITH_AS(t.at(42), "no forward with id 42", Error);
+    t.erase(id);
+    CHECK(t.all().empty());
+    CHECK(t.insert(a) == 2); // ids are never reused
+}
