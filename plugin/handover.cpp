@@ -183,8 +183,8 @@ UniqueFd listen_socket(const std::string &path) {
     return s;
 }
 
-Accepted accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
-                    int timeout_ms) {
+void accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
+                int timeout_ms, const std::function<void(Accepted &&)> &adopt) {
     UniqueFd conn(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn) throw_errno("hand-over: accept");
     ucred cred{};
@@ -206,8 +206,8 @@ Accepted accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
         a.ifname = receive_hello(conn.get(), a.tap);
         if (!a.tap) protocol("hello carried no file descriptor");
         a.vnet_hdr = check_tap(a.tap.get(), a.ifname);
+        adopt(std::move(a));
         send_reply(conn.get(), RKNP_OK, "");
-        return a;
     } catch (const Error &e) {
         send_reply(conn.get(), e.code(), e.what());
         throw;

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -48,10 +49,12 @@ struct Accepted {
     bool vnet_hdr = false; // opened with IFF_VNET_HDR
 };
 // Parent: accepts one pending connection on listen_fd, checks the peer and
-// the fd, replies, and returns the tap. Throws Error on refusal (the peer
-// has been told why). Waits at most timeout_ms for the Hello.
-Accepted accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
-                    int timeout_ms);
+// the fd, hands the tap to adopt (which may throw to refuse it) and only
+// then replies OK, so the child returns once the tap is in use. Throws
+// Error on refusal (the peer has been told why). Waits at most timeout_ms
+// for the Hello.
+void accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
+                int timeout_ms, const std::function<void(Accepted &&)> &adopt);
 
 // Child: hands tap_fd over and waits for the parent's verdict.
 void send_tap(const std::string &path, int tap_fd, const std::string &ifname,

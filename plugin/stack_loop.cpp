@@ -184,20 +184,23 @@ void StackLoop::write_frame(const VnetHdr &h,
 
 void StackLoop::accept_handover() {
     try {
-        auto a = handover::accept_tap(listen_.get(), child_pid_, ::geteuid(),
-                                      kHelloTimeoutMs);
-        int flags = ::fcntl(a.tap.get(), F_GETFL);
-        if (flags < 0 ||
-            ::fcntl(a.tap.get(), F_SETFL, flags | O_NONBLOCK) < 0)
-            throw_errno("set tap non-blocking");
-        tap_ = std::move(a.tap);
-        vnet_hdr_ = a.vnet_hdr;
-        stats_.tap_attached.store(true);
+        handover::accept_tap(
+            listen_.get(), child_pid_, ::geteuid(), kHelloTimeoutMs,
+            [this](handover::Accepted &&a) {
+                int flags = ::fcntl(a.tap.get(), F_GETFL);
+                if (flags < 0 ||
+                    ::fcntl(a.tap.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+                    throw_errno("set tap non-blocking");
+                tap_ = std::move(a.tap);
+                vnet_hdr_ = a.vnet_hdr;
+                stats_.tap_attached.store(true);
+                cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
+                                 std::to_string(child_pid_) +
+                                 (vnet_hdr_ ? " (offloads on)"
+                                            : " (offloads off)"));
+            });
         // One tap per parent: stop accepting further hand-overs.
         listen_.reset();
-        cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
-                         std::to_string(child_pid_) +
-                         (vnet_hdr_ ? " (offloads on)" : " (offloads off)"));
     } catch (const Error &e) {
         if (e.code() == RKNP_ERR_PERMISSION)
             Stats::add(stats_.handovers_refused, 1);

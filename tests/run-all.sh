@@ -10,4 +10,9 @@ source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
 build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
+echo "== Go: vet and tests"
+(cd "$ROOT/go-bindings" && go vet ./... &&
+    RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)
+echo "== end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
+BUILD_DIR=$BUILD "$ROOT/tests/e2e/run.sh"
 echo "== all tests passed"

@@ -99,7 +99,8 @@ Exchange exchange(pid_t expected_pid, int fd, const std::string &ifname) {
         pollfd p{listener.get(), POLLIN, 0};
         ::poll(&p, 1, 5000);
         try {
-            accept_tap(listener.get(), expected_pid, ::geteuid(), 2000);
+            accept_tap(listener.get(), expected_pid, ::geteuid(), 2000,
+                       [](Accepted &&) {});
         } catch (const Error &e) {
             ex.server_error = e.what();
             ex.server_code = e.code();

@@ -1,0 +1,105 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rknp/rknp/go-bindings/rknp"
+)
+
+func pluginPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("RKNP_PLUGIN"); p != "" {
+		return p
+	}
+	p, _ := filepath.Abs("../../../build/lib/librknp.so.1")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("RKNP_PLUGIN unset and %s missing", p)
+	}
+	return p
+}
+
+func TestParentDriver(t *testing.T) {
+	d, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t), Config: rknp.Config{MTU: 1500, IPv6: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Info(context.Background())
+	if err != nil || info.Driver != DriverName || info.ChildIP.String() != "10.0.2.100" || len(info.DNS) != 2 || !info.IPv6 {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	if d.MTU() != 1500 {
+		t.Fatalf("mtu %d", d.MTU())
+	}
+	msg, cleanup, err := d.ConfigureNetwork(os.Getpid(), t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.IP != "10.0.2.100" || msg.Netmask != 24 || msg.Gateway != "10.0.2.2" || msg.MTU != 1500 ||
+		msg.Dev != "tap0" || len(msg.NetworkDriverOpaque) == 0 {
+		t.Fatalf("message %+v", msg)
+	}
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cleanup(); err != nil { // rootlesskit may call it again
+		t.Fatal(err)
+	}
+}
+
+func TestParentDriverBadConfig(t *testing.T) {
+	_, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t), Config: rknp.Config{MTU: 70000}})
+	if err == nil || rknp.CodeOf(err) != rknp.CodeInvalidArgument {
+		t.Fatalf("want invalid argument, got %v", err)
+	}
+}
+
+func TestChildDriverMissingPlugin(t *testing.T) {
+	c := NewChildDriver("/nonexistent/librknp.so.1")
+	if info, _ := c.ChildDriverInfo(); !info.ConfiguresInterface {
+		t.Fatal("the plugin configures the interface itself")
+	}
+	d, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, cleanup, err := d.ConfigureNetwork(os.Getpid(), t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if _, err := c.ConfigureNetworkChild(msg, ""); err == nil {
+		t.Fatal("want an error for a missing plugin")
+	}
+}
+
+// TestDrivers runs both halves; the child half targets a netns the test
+// creates, as with --detach-netns (root only).
+func TestDrivers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	path := pluginPath(t)
+	name := fmt.Sprintf("rknp-drv-test-%d", os.Getpid())
+	if b, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, b)
+	}
+	defer exec.Command("ip", "netns", "del", name).Run()
+	d, err := NewParentDriver(ParentOpt{PluginPath: path, Config: rknp.Config{IfName: "eth7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, cleanup, err := d.ConfigureNetwork(os.Getpid(), t.TempDir(), "/run/netns/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	dev, err := NewChildDriver(path).ConfigureNetworkChild(msg, "/run/netns/"+name)
+	if err != nil || dev != "eth7" || msg.Dev != "eth7" {
+		t.Fatalf("dev %q (msg %q), %v", dev, msg.Dev, err)
+	}
+}

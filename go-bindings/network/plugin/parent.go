@@ -1,0 +1,121 @@
+// Package plugin is a rootlesskit network driver backed by an rknp plugin
+// library: the stack runs in the parent process, the child creates the tap
+// and hands it over.
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/rootless-containers/rootlesskit/v3/pkg/api"
+	"github.com/rootless-containers/rootlesskit/v3/pkg/messages"
+	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
+
+	"github.com/rknp/rknp/go-bindings/rknp"
+)
+
+// DriverName is the name reported by the API (`rootlessctl info`).
+const DriverName = "plugin"
+
+// ParentOpt configures the parent driver.
+type ParentOpt struct {
+	PluginPath string      // "" for the linked library (rknp_link builds)
+	Config     rknp.Config // Config.Log defaults to logrus
+}
+
+type parentDriver struct {
+	lib    *rknp.Library
+	parent *rknp.Parent
+	net    rknp.Network
+	ipv6   bool
+	once   sync.Once
+	closed error
+}
+
+// NewParentDriver loads the plugin and validates the configuration now, so
+// bad flags fail before the child is spawned.
+func NewParentDriver(opt ParentOpt) (network.ParentDriver, error) {
+	lib, err := rknp.Open(opt.PluginPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg := opt.Config
+	if cfg.Log == nil {
+		cfg.Log = Logrus("network/plugin")
+	}
+	p, err := lib.NewParent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := p.Network()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &parentDriver{lib: lib, parent: p, net: n, ipv6: cfg.IPv6}, nil
+}
+
+func (d *parentDriver) Info(ctx context.Context) (*api.NetworkDriverInfo, error) {
+	dns := make([]net.IP, 0, len(d.net.DNS))
+	for _, s := range d.net.DNS {
+		dns = append(dns, net.ParseIP(s))
+	}
+	return &api.NetworkDriverInfo{
+		Driver:         DriverName,
+		DNS:            dns,
+		ChildIP:        net.ParseIP(d.net.IP),
+		DynamicChildIP: false,
+		IPv6:           d.ipv6,
+	}, nil
+}
+
+func (d *parentDriver) MTU() int { return d.net.MTU }
+
+// ConfigureNetwork starts the stack; the child side creates the tap itself
+// (also with --detach-netns), so detachedNetNSPath is not needed here.
+func (d *parentDriver) ConfigureNetwork(childPID int, stateDir, detachedNetNSPath string) (*messages.ParentInitNetworkDriverCompleted, func() error, error) {
+	if err := d.parent.Start(stateDir, childPID); err != nil {
+		return nil, d.close, err
+	}
+	msg := &messages.ParentInitNetworkDriverCompleted{
+		Dev:                 d.net.IfName,
+		IP:                  d.net.IP,
+		Netmask:             d.net.PrefixLen,
+		Gateway:             d.net.Gateway,
+		DNS:                 append([]string(nil), d.net.DNS...),
+		MTU:                 d.net.MTU,
+		NetworkDriverOpaque: d.parent.Opaque(),
+	}
+	return msg, d.close, nil
+}
+
+// close is the cleanup rootlesskit defers; it may run more than once.
+func (d *parentDriver) close() error {
+	d.once.Do(func() {
+		if err := d.parent.Close(); err != nil {
+			d.closed = fmt.Errorf("rknp: close parent: %w", err)
+		}
+	})
+	return d.closed
+}
+
+// ForwardingParent returns the rknp parent behind d, for the plugin port
+// driver (port/plugin) to add forwards through. d must come from
+// NewParentDriver and its library must implement port forwarding. The
+// forwards work from ConfigureNetwork until rootlesskit's network cleanup
+// closes the parent.
+func ForwardingParent(d network.ParentDriver) (*rknp.Parent, error) {
+	pd, ok := d.(*parentDriver)
+	if !ok {
+		return nil, errors.New("not the plugin network driver")
+	}
+	if !pd.lib.HasForwards() {
+		major, minor := pd.lib.ABIVersion()
+		return nil, fmt.Errorf("the plugin library %s (ABI %d.%d) has no port forwarding: %w",
+			pd.lib.Path(), major, minor, rknp.ErrUnsupported)
+	}
+	return pd.parent, nil
+}

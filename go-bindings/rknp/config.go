@@ -1,0 +1,93 @@
+package rknp
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../abi
+#include "trampolines.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Config configures a parent. Zero values take the library's defaults
+// (MTU 65520, CIDR 10.0.2.0/24, IfName "tap0", hand-over timeout 10s).
+type Config struct {
+	MTU                 int
+	CIDR                string // IPv4 network such as "10.0.2.0/24"
+	IfName              string // tap name in the child
+	DisableHostLoopback bool   // the gateway does not reach the host's lo
+	IPv6                bool   // fd00::/64, gateway fd00::2, DNS fd00::3
+	IPv6Address         string // guest address in fd00::/64; "" for SLAAC
+	DisableDNS          bool   // no DNS forwarder
+	OutboundAddr        string // host IPv4 address to bind outbound connections to
+	OutboundAddr6       string // host IPv6 address to bind outbound connections to
+	MACAddress          string // tap MAC; "" lets the kernel choose
+	HandoverTimeout     time.Duration
+	Log                 LogFunc // nil drops the library's messages
+}
+
+// cConfig is a filled rknp_config plus the C strings it points to.
+type cConfig struct {
+	c    C.rknp_config
+	strs []*C.char
+}
+
+func (cc *cConfig) str(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	p := C.CString(s)
+	cc.strs = append(cc.strs, p)
+	return p
+}
+
+func (cc *cConfig) free() {
+	for _, p := range cc.strs {
+		C.free(unsafe.Pointer(p))
+	}
+	cc.strs = nil
+}
+
+// toC fills an rknp_config from cfg. Range checks are the library's job
+// (its messages name the option); only values C cannot carry fail here.
+func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
+	cc := &cConfig{}
+	if st := C.rknp_go_config_init(l.api, &cc.c); st != C.RKNP_OK {
+		return nil, fmt.Errorf("config_init: %w", &Error{Code: Code(st)})
+	}
+	if cfg.MTU < 0 || cfg.MTU > 1<<31 {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid mtu %d", cfg.MTU)}
+	}
+	if cfg.MTU != 0 {
+		cc.c.mtu = C.uint32_t(cfg.MTU)
+	}
+	if cfg.HandoverTimeout < 0 {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid handover timeout %v", cfg.HandoverTimeout)}
+	}
+	if cfg.HandoverTimeout != 0 {
+		cc.c.handover_timeout_ms = C.uint32_t(max(cfg.HandoverTimeout.Milliseconds(), 1))
+	}
+	cc.c.cidr = cc.str(cfg.CIDR)
+	cc.c.ifname = cc.str(cfg.IfName)
+	cc.c.ipv6_address = cc.str(cfg.IPv6Address)
+	cc.c.outbound_addr = cc.str(cfg.OutboundAddr)
+	cc.c.outbound_addr6 = cc.str(cfg.OutboundAddr6)
+	cc.c.mac_address = cc.str(cfg.MACAddress)
+	cc.c.disable_host_loopback = cbool(cfg.DisableHostLoopback)
+	cc.c.enable_ipv6 = cbool(cfg.IPv6)
+	cc.c.disable_dns = cbool(cfg.DisableDNS)
+	if logH != 0 {
+		C.rknp_go_config_set_log(&cc.c, C.uintptr_t(logH))
+	}
+	return cc, nil
+}
+
+func cbool(b bool) C.uint8_t {
+	if b {
+		return 1
+	}
+	return 0
+}

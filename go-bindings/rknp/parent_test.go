@@ -1,0 +1,152 @@
+package rknp
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestConfigValidation(t *testing.T) {
+	l := openPlugin(t)
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MTU: 70000}, "mtu"},
+		{Config{CIDR: "10.0.2.0/30"}, "cidr"},
+		{Config{CIDR: "bogus"}, "cidr"},
+		{Config{IfName: "this-name-is-too-long"}, "ifname"},
+		{Config{MACAddress: "zz"}, "mac"},
+	} {
+		_, err := l.NewParent(tc.cfg)
+		if err == nil {
+			t.Errorf("%+v: no error", tc.cfg)
+			continue
+		}
+		if CodeOf(err) != CodeInvalidArgument || !strings.Contains(strings.ToLower(err.Error()), tc.want) {
+			t.Errorf("%+v: want invalid argument naming %q, got %v (code %v)", tc.cfg, tc.want, err, CodeOf(err))
+		}
+	}
+}
+
+func TestNetworkDefaults(t *testing.T) {
+	l := openPlugin(t)
+	p, err := l.NewParent(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	n, err := p.Network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.IP != "10.0.2.100" || n.PrefixLen != 24 || n.Gateway != "10.0.2.2" || n.MTU != 65520 ||
+		n.IfName != "tap0" || len(n.DNS) != 1 || n.DNS[0] != "10.0.2.3" {
+		t.Fatalf("unexpected defaults: %+v", n)
+	}
+	p6, err := l.NewParent(Config{IPv6: true, CIDR: "10.0.135.128/25", MTU: 1500, IfName: "eth7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p6.Close()
+	n, _ = p6.Network()
+	if n.IP != "10.0.135.228" || n.PrefixLen != 25 || n.MTU != 1500 || n.IfName != "eth7" || len(n.DNS) != 2 || n.IPv6Gateway == "" {
+		t.Fatalf("unexpected network: %+v", n)
+	}
+}
+
+func TestStartCloseTwice(t *testing.T) {
+	l := openPlugin(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var logs []string
+	p, err := l.NewParent(Config{Log: func(lv Level, msg string) {
+		mu.Lock()
+		logs = append(logs, lv.String()+": "+msg)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Opaque()) != 0 {
+		t.Fatal("opaque before Start must be empty")
+	}
+	if err := p.Start(dir, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(dir, os.Getpid()); CodeOf(err) != CodeState {
+		t.Fatalf("second Start: want state error, got %v", err)
+	}
+	if len(p.Opaque()) == 0 {
+		t.Fatal("no opaque pairs after Start")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rknp.sock")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stats()
+	if err != nil || st.TapAttached {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	// Close concurrently from several goroutines: exactly one does the work.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _ = p.Close() })
+	}
+	wg.Wait()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rknp.sock")); !os.IsNotExist(err) {
+		t.Fatalf("hand-over socket left behind: %v", err)
+	}
+	if _, err := p.Stats(); err == nil {
+		t.Fatal("Stats after Close must fail")
+	}
+	if err := p.Start(dir, os.Getpid()); err == nil {
+		t.Fatal("Start after Close must fail")
+	}
+	mu.Lock()
+	t.Logf("%d log lines: %q", len(logs), logs)
+	mu.Unlock()
+}
+
+func TestNoLeaks(t *testing.T) {
+	l := openPlugin(t)
+	cycle := func() {
+		p, err := l.NewParent(Config{Log: func(Level, string) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(t.TempDir(), os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Opaque()
+		_, _ = p.Stats()
+		_ = p.Close()
+	}
+	cycle() // warm up lazily created runtime state
+	runtime.GC()
+	g0, fd0 := runtime.NumGoroutine(), countFDs(t)
+	for range 10 {
+		cycle()
+	}
+	var g1, fd1 int
+	for range 50 { // goroutines of finished callbacks may take a moment to exit
+		runtime.GC()
+		g1, fd1 = runtime.NumGoroutine(), countFDs(t)
+		if g1 <= g0 && fd1 <= fd0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g1 > g0 {
+		t.Errorf("goroutines: %d before, %d after", g0, g1)
+	}
+	if fd1 > fd0 {
+		t.Errorf("fds: %d before, %d after", fd0, fd1)
+	}
+}

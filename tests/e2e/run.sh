@@ -1,0 +1,76 @@
+#!/bin/bash
+# End-to-end tests of `rootlesskit --net=plugin` run by an unprivileged user,
+# each case repeated with --net=slirp4netns (same binary) as the reference.
+#
+#   sudo tests/e2e/run.sh                 # uses $BUILD_DIR (default: build/)
+#   E2E_DRIVERS=plugin E2E_CASES="dns ipv6" sudo -E tests/e2e/run.sh
+#
+# Needs: build/bin/rootlesskit, build/lib/librknp.so.1, slirp4netns, uidmap,
+# iproute2, curl, python3, util-linux. Traffic goes only to loopback and to
+# a network namespace this script creates. Prints one PASS/FAIL line per
+# case and driver; exits non-zero if any failed.
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+
+# Bound the whole run; the inner run is marked so it does not re-wrap.
+if [ -z "${_RKNP_E2E_INNER:-}" ]; then
+    _RKNP_E2E_INNER=1 exec timeout -k 10 "${E2E_TIMEOUT:-900}" bash "$0" "$@"
+fi
+
+[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a DNS server on :53)" >&2; exit 1; }
+for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/lib/librknp.so.1"; do
+    [ -e "$f" ] || { echo "missing $f (build first: see go-bindings/README.md)" >&2; exit 1; }
+done
+
+# shellcheck source=tests/e2e/lib.sh
+. "$E2E_DIR/lib.sh"
+# shellcheck source=tests/e2e/cases.sh
+. "$E2E_DIR/cases.sh"
+
+NETNS_HOST=rknp-e2e-host
+VETH_HOST=rknp-e2e-h
+VETH_NS=rknp-e2e-n
+DNS_NAME=rknp-e2e.test
+DNS_IP=192.0.2.77
+
+# A scratch tree the test user can read: copies of the artifacts (so a
+# rebuild during the run cannot change them), served files, logs.
+SCRATCH=$(mktemp -d /tmp/rknp-e2e.XXXXXX)
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 0755 "$SCRATCH"
+mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
+install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+RK=$SCRATCH/bin/rootlesskit
+LIB=$SCRATCH/lib/librknp.so.1
+
+setup_user
+chown "$E2E_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+head -c 4194304 /dev/urandom >"$SCRATCH/www/file" # several windows' worth
+chmod -R a+rX "$SCRATCH/www"
+FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+
+PORT4=$(free_port 127.0.0.1)
+start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
+PORT6=$(free_port ::1)
+start_http ::1 "$PORT6" "$SCRATCH/www"
+start_dns
+setup_netns_host
+PORT_NS=18080
+start_http 198.18.0.2 "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"
+log "rootlesskit: $("$RK" --version)"
+log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 198.18.0.2:$PORT_NS dns $DNS_ADDR:53"
+
+ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ifname netns_host exit_code api_info port_builtin"
+for c in ${E2E_CASES:-$ALL_CASES}; do
+    for d in ${E2E_DRIVERS:-plugin slirp4netns}; do
+        run_case "$c" "$d" "case_$c"
+    done
+done
+
+echo "e2e: $PASSES passed, $FAILURES failed"
+[ "$FAILURES" = 0 ]
