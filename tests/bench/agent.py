@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""Runs inside the network under test; bench.py drives it over stdin/stdout.
+
+Start-up: connects to the echo server until it answers (that moment is the
+"first successful TCP connection"), prints a ready line, then reads one JSON
+command per line and answers each with one JSON line.  Every line this script
+writes for bench.py starts with "@@BENCH " so other output cannot be mistaken
+for it.  Only the target address given on the command line is contacted.
+"""
+import json
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+PREFIX = "@@BENCH "
+
+
+def emit(obj):
+    sys.stdout.write(PREFIX + json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def default_gateway():
+    """The IPv4 default gateway of this netns, from /proc/net/route."""
+    with open("/proc/net/route") as f:
+        for line in f.readlines()[1:]:
+            cols = line.split()
+            if cols[1] == "00000000" and int(cols[3], 16) & 2:
+                return socket.inet_ntoa(struct.pack("<I", int(cols[2], 16)))
+    return None
+
+
+def wait_first_connect(target, port, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((target, port), timeout=1):
+                return time.monotonic()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.002)
+
+
+def run_iperf3(target, port, args, duration):
+    cmd = ["iperf3", "-c", target, "-p", str(port), "--json",
+           "-t", str(duration)] + args
+    p = subprocess.run(cmd, capture_output=True, text=True,
+                       timeout=duration + 30)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        return {"error": "iperf3 rc=%d: %s" % (p.returncode, p.stderr[-300:])}
+    if "error" in doc:
+        return {"error": doc["error"]}
+    end = doc["end"]
+    if "-u" in args:
+        sent = end["sum"]
+        got = end.get("sum_received", sent)  # what arrived (iperf3 >= 3.11)
+        return {"bps": got["bits_per_second"], "bytes": got["bytes"],
+                "sent_bps": sent["bits_per_second"],
+                "lost_percent": sent.get("lost_percent", 0.0)}
+    s = end["sum_received"]
+    return {"bps": s["bits_per_second"], "bytes": s["bytes"],
+            "retransmits": end.get("sum_sent", {}).get("retransmits")}
+
+
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    return buf
+
+
+def pingpong(target, port, count, size, limit):
+    """count round trips of size bytes on one connection; latencies in us."""
+    msg = b"x" * size
+    lat = []
+    with socket.create_connection((target, port), timeout=5) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(20):  # warm-up
+            s.sendall(msg)
+            recv_exact(s, size)
+        stop = time.monotonic() + limit
+        for _ in range(count):
+            t = time.perf_counter_ns()
+            s.sendall(msg)
+            recv_exact(s, size)
+            lat.append((time.perf_counter_ns() - t) / 1000.0)
+            if time.monotonic() > stop:
+                break
+    lat.sort()
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+    return {"n": len(lat), "p50_us": pick(0.50), "p99_us": pick(0.99),
+            "mean_us": sum(lat) / len(lat)}
+
+
+def connrate(target, port, seconds):
+    """connect, 1-byte echo, abortive close (no TIME_WAIT), for seconds."""
+    linger = struct.pack("ii", 1, 0)
+    ok = fail = 0
+    start = time.monotonic()
+    stop = start + seconds
+    while time.monotonic() < stop:
+        s = socket.socket()
+        try:
+            s.settimeout(2)
+            s.connect((target, port))
+            s.sendall(b"c")
+            recv_exact(s, 1)
+            ok += 1
+        except OSError:
+            fail += 1
+        finally:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            s.close()
+    elapsed = time.monotonic() - start
+    return {"per_s": ok / elapsed, "ok": ok, "failed": fail}
+
+
+def main():
+    target = sys.argv[1]
+    echo_port = int(sys.argv[2])
+    iperf_port = int(sys.argv[3])
+    want_gw = sys.argv[4] if len(sys.argv) > 4 else ""
+    if want_gw and default_gateway() != want_gw:
+        emit({"error": "default gateway is %s, expected %s"
+              % (default_gateway(), want_gw)})
+        return 1
+    try:
+        ready = wait_first_connect(target, echo_port, 30)
+    except OSError as e:
+        emit({"error": "no connection to %s:%d: %s" % (target, echo_port, e)})
+        return 1
+    emit({"ready": ready})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd["op"]
+        try:
+            if op == "quit":
+                emit({"bye": True})
+                return 0
+            if op == "iperf3":
+                res = run_iperf3(target, iperf_port, cmd["args"], cmd["duration"])
+            elif op == "pingpong":
+                res = pingpong(target, echo_port, cmd["count"], cmd["size"],
+                               cmd["limit"])
+            elif op == "connrate":
+                res = connrate(target, echo_port, cmd["seconds"])
+            else:
+                res = {"error": "unknown op " + op}
+        except Exception as e:  # report, keep serving
+            res = {"error": "%s: %s" % (type(e).__name__, e)}
+        emit(res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

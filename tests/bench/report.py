@@ -1,0 +1,179 @@
+"""Turns results.json samples into the Markdown summary and the PNG chart."""
+import statistics
+
+
+def _t(s, name, key):
+    v = s.get("tests", {}).get(name, {})
+    return None if "error" in v else v.get(key)
+
+
+def _gbps(name):
+    return lambda s: None if _t(s, name, "bps") is None else _t(s, name, "bps") / 1e9
+
+
+def _cpu_per_gb(name):
+    def f(s):
+        v = s.get("tests", {}).get(name, {})
+        if "error" in v or not v.get("cpu_s") or not v.get("bytes"):
+            return None
+        return sum(v["cpu_s"].values()) / (v["bytes"] / 1e9)
+    return f
+
+
+def _rss(roles):
+    def f(s):
+        r = s.get("rss_kib") or {}
+        vals = [r[k] for k in roles if r.get(k)]
+        return sum(vals) / 1024 if vals else None
+    return f
+
+
+def _stack_rss(s):
+    r = s.get("rss_kib") or {}
+    v = r.get("helper") or r.get("parent")
+    return v / 1024 if v else None
+
+
+def _ms(s):
+    return s["startup_s"] * 1000 if "startup_s" in s else None
+
+
+# key, label, better ("up"/"down"), extractor
+METRICS = [
+    ("tcp_c2h", "TCP child→host, 1 stream (Gbit/s)", "up", _gbps("tcp_c2h")),
+    ("tcp_h2c", "TCP host→child, 1 stream (Gbit/s)", "up", _gbps("tcp_h2c")),
+    ("tcp_c2h_p4", "TCP child→host, 4 streams (Gbit/s)", "up", _gbps("tcp_c2h_p4")),
+    ("udp_c2h", "UDP child→host (Gbit/s)", "up", _gbps("udp_c2h")),
+    ("udp_loss", "UDP loss (%)", "down", lambda s: _t(s, "udp_c2h", "lost_percent")),
+    ("rr_p50", "TCP 64 B ping-pong p50 (µs)", "down", lambda s: _t(s, "rr", "p50_us")),
+    ("rr_p99", "TCP 64 B ping-pong p99 (µs)", "down", lambda s: _t(s, "rr", "p99_us")),
+    ("conn", "New TCP connections (/s)", "up", lambda s: _t(s, "conn", "per_s")),
+    ("cpu_c2h", "Stack CPU per GB, TCP child→host (s)", "down", _cpu_per_gb("tcp_c2h")),
+    ("cpu_h2c", "Stack CPU per GB, TCP host→child (s)", "down", _cpu_per_gb("tcp_h2c")),
+    ("rss_stack", "Peak RSS, stack process (MiB)", "down", _stack_rss),
+    ("rss_total", "Peak RSS, rootlesskit parent + helper (MiB)", "down",
+     _rss(("parent", "helper"))),
+    ("startup", "Start to first TCP connection (ms)", "down", _ms),
+]
+BASE = "slirp4netns"
+
+
+def _fmt(v):
+    if v is None:
+        return "–"
+    if abs(v) >= 100:
+        return "%.0f" % v
+    if abs(v) >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def values(doc, target, mtu, fn):
+    out = []
+    for s in doc["samples"]:
+        if s["target"] == target and s["mtu"] == mtu:
+            v = fn(s)
+            if v is not None:
+                out.append(v)
+    return out
+
+
+def cell(vals, base):
+    if not vals:
+        return "–"
+    med = statistics.median(vals)
+    txt = _fmt(med)
+    if len(vals) > 1:
+        txt += " (%s–%s)" % (_fmt(min(vals)), _fmt(max(vals)))
+    if base and med is not None:
+        b = statistics.median(base)
+        if b:
+            txt += " ×%.2f" % (med / b)
+    return txt
+
+
+def markdown(doc):
+    o = doc["options"]
+    lines = ["# rknp benchmark, %s" % doc["started"], "",
+             "%d repeat(s), iperf3 -t %d, kernel %s, %d CPUs, %.0f s wall. "
+             "Cells: median (min–max) ×ratio to %s at the same MTU; "
+             "↑/↓ marks which way is better; – = not measured or failed. "
+             "loopback runs once, at lo's own MTU 65536, listed under the "
+             "largest MTU." % (o["repeat"], o["duration"], doc["machine"]["kernel"],
+                               doc["machine"]["cpus"], doc.get("wall_s", 0), BASE), ""]
+    if o.get("plugin_via") == "HarnessPlugin":
+        lines += ["**plugin ran through rknp-harness, not rootlesskit.**", ""]
+    for mtu in o["mtus"]:
+        names = [t for t in doc["targets"]
+                 if any(s["target"] == t and s["mtu"] == mtu for s in doc["samples"])]
+        lines += ["## MTU %d" % mtu, "",
+                  "| metric | " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for _, label, better, fn in METRICS:
+            base = values(doc, BASE, mtu, fn)
+            row = [cell(values(doc, n, mtu, fn), base) for n in names]
+            if all(c == "–" for c in row):
+                continue
+            arrow = "↑" if better == "up" else "↓"
+            lines.append("| %s %s | %s |" % (label, arrow, " | ".join(row)))
+        lines.append("")
+    errs = [s for s in doc["samples"] if s.get("error") or any(
+        "error" in v for v in s.get("tests", {}).values())]
+    if errs:
+        lines += ["## Failures", ""]
+        for s in errs:
+            what = s.get("error") or "; ".join(
+                "%s: %s" % (k, v["error"]) for k, v in s["tests"].items() if "error" in v)
+            lines.append("- %s mtu %d run %d: %s" % (s["target"], s["mtu"],
+                                                     s["repeat"] + 1, what))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def one_line(s):
+    if s.get("error"):
+        return "FAILED: " + s["error"]
+    parts = []
+    for key, _, _, fn in METRICS[:9]:
+        v = fn(s)
+        if v is not None:
+            parts.append("%s=%s" % (key, _fmt(v)))
+    return " ".join(parts)
+
+
+def chart(doc, path):
+    """Grouped bars of TCP/UDP throughput per driver, one panel per MTU."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    series = [m for m in METRICS if m[0] in ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h")]
+    series = [m for m in series if any(m[3](s) is not None for s in doc["samples"])]
+    mtus = doc["options"]["mtus"]
+    fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 4.8), squeeze=False)
+    for ax, mtu in zip(axes[0], mtus):
+        names = [t for t in doc["targets"]
+                 if any(s["target"] == t and s["mtu"] == mtu for s in doc["samples"])]
+        width = 0.8 / len(series)
+        for i, (key, label, _, fn) in enumerate(series):
+            med, lo, hi = [], [], []
+            for n in names:
+                v = values(doc, n, mtu, fn) or [float("nan")]
+                m = statistics.median(v)
+                med.append(m)
+                lo.append(m - min(v))
+                hi.append(max(v) - m)
+            xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(names))]
+            ax.bar(xs, med, width, yerr=[lo, hi], capsize=2, label=label.split(" (")[0])
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=20)
+        ax.set_yscale("log")
+        ax.set_ylabel("Gbit/s (log scale; bars = median, whiskers = min–max)")
+        ax.set_title("MTU %d" % mtu)
+        ax.grid(axis="y", alpha=0.3, which="both")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True

@@ -1,0 +1,180 @@
+"""One session: servers up, agent started inside a target, tests run, all down.
+
+Per session the agent is started once (that start gives the start-up time),
+then each test is one agent command; the stack processes' CPU time is read
+right before and after each command, so CPU per GB covers only that test.
+"""
+import json
+import os
+import select
+import socket
+import subprocess
+import time
+
+import procs
+from targets import PY
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PREFIX = "@@BENCH "
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def tests_for(mtu, opts):
+    """(name, agent command) of every test this session runs."""
+    d = opts.duration
+    t = [("tcp_c2h", {"op": "iperf3", "args": [], "duration": d}),
+         ("tcp_h2c", {"op": "iperf3", "args": ["-R"], "duration": d})]
+    if not opts.quick:
+        t.append(("tcp_c2h_p4", {"op": "iperf3", "args": ["-P", "4"],
+                                 "duration": d}))
+    t.append(("udp_c2h", {"op": "iperf3", "duration": d,
+                          "args": ["-u", "-b", "10G", "-l", str(mtu - 28)]}))
+    t.append(("rr", {"op": "pingpong", "count": 500 if opts.quick else 3000,
+                     "size": 64, "limit": 3}))
+    t.append(("conn", {"op": "connrate", "seconds": 1 if opts.quick else 2}))
+    return t
+
+
+class Agent:
+    def __init__(self, argv, log):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=log,
+                                  text=True, start_new_session=True)
+        self.buf = ""
+
+    def read(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            while "\n" in self.buf:
+                line, self.buf = self.buf.split("\n", 1)
+                if line.startswith(PREFIX):
+                    return json.loads(line[len(PREFIX):])
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("agent silent for %ds" % timeout)
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                chunk = os.read(self.p.stdout.fileno(), 65536).decode()
+                if not chunk:
+                    raise EOFError("agent exited (rc=%s)" % self.p.wait())
+                self.buf += chunk
+
+    def ask(self, cmd, timeout):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        return self.read(timeout)
+
+    def stop(self):
+        try:
+            self.ask({"op": "quit"}, 10)
+        except (OSError, EOFError, TimeoutError, ValueError):
+            pass
+        try:
+            self.p.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.p.pid, 9)
+            self.p.wait()
+
+
+def start_servers(target, iperf_port, echo_port, log):
+    pre = list(target.server_prefix)
+    servers = [
+        subprocess.Popen(pre + ["iperf3", "-s", "-B", target.server_addr,
+                                "-p", str(iperf_port)],
+                         stdout=subprocess.DEVNULL, stderr=log),
+        subprocess.Popen(pre + [PY, os.path.join(HERE, "echo_server.py"),
+                                target.server_addr, str(echo_port)],
+                         stdout=subprocess.DEVNULL, stderr=log)]
+    time.sleep(0.3)
+    return servers
+
+
+def stack_usage(pids):
+    out = {}
+    for role, pid in pids.items():
+        try:
+            out[role] = procs.cpu_seconds(pid)
+        except OSError:
+            pass
+    return out
+
+
+def reap_helper(pid, names):
+    """pasta outlives rootlesskit (it daemonizes and keeps the netns): stop
+    it by pid once rootlesskit is gone, after checking it is still ours."""
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() not in names:
+                    return
+        except OSError:
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, 15)
+    except OSError:
+        pass
+
+
+def run_session(target, mtu, opts, log):
+    """Returns {"startup_s", "tests": {name: result}, "rss_kib", "pids"}."""
+    iperf_port, echo_port = free_port(), free_port()
+    target.setup(mtu)
+    servers = start_servers(target, iperf_port, echo_port, log)
+    agent_argv = [PY, os.path.join(HERE, "agent.py"), target.dial,
+                  str(echo_port), str(iperf_port), target.gateway]
+    with open("/proc/loadavg") as f:  # other load on the machine skews runs
+        rec = {"tests": {}, "load1": float(f.read().split()[0])}
+    agent = None
+    pids = {}
+    try:
+        t0 = time.monotonic()
+        agent = Agent(target.wrap(opts.user, mtu, agent_argv), log)
+        ready = agent.read(60)
+        if "error" in ready:
+            rec["error"] = ready["error"]
+            return rec
+        rec["startup_s"] = ready["ready"] - t0
+        if target.parent_name or target.helpers:
+            pids = procs.find_stack(agent.p.pid, opts.uid, target.helpers,
+                                    target.parent_name)
+        rec["pids"] = pids
+        for name, cmd in tests_for(mtu, opts):
+            before = stack_usage(pids)
+            res = agent.ask(cmd, opts.duration + 60)
+            after = stack_usage(pids)
+            if pids:
+                res["cpu_s"] = {r: after[r] - before[r] for r in after
+                                if r in before}
+            rec["tests"][name] = res
+        rec["rss_kib"] = {}
+        for role, pid in pids.items():
+            try:
+                rec["rss_kib"][role] = procs.vm_hwm_kib(pid)
+            except OSError:
+                pass
+    except (EOFError, TimeoutError, OSError, ValueError) as e:
+        rec["error"] = "%s: %s" % (type(e).__name__, e)
+    finally:
+        if agent:
+            agent.stop()
+        if "helper" in pids:
+            reap_helper(pids["helper"], target.helpers)
+        for s in servers:
+            s.terminate()
+        for s in servers:
+            try:
+                s.wait(5)
+            except subprocess.TimeoutExpired:
+                s.kill()
+                s.wait()
+        target.teardown()
+    return rec

@@ -1,0 +1,155 @@
+"""What is measured: the rootlesskit drivers and the two references.
+
+A Target knows how to wrap the agent command line so the agent runs inside
+the network under test, where the servers must listen, which address the
+agent dials, and which processes carry the stack (for CPU and RSS).
+Every address used here is loopback or inside namespaces made by Veth.
+"""
+import subprocess
+
+PY = "/usr/bin/python3"
+
+# Address inside each driver's network that rootlesskit maps to the host's
+# 127.0.0.1 (also checked to be the default gateway by the agent).
+GATEWAY = {"plugin": "10.0.2.2", "slirp4netns": "10.0.2.2",
+           "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
+# Stack helper processes by driver (None: the stack is in rootlesskit itself).
+HELPERS = {"slirp4netns": ("slirp4netns",),
+           "pasta": ("pasta", "passt", "pasta.avx2", "passt.avx2")}
+
+VETH_NS = ("rknpb-a", "rknpb-b")
+VETH_IP = ("10.199.0.1", "10.199.0.2")
+
+
+class Target:
+    kind = "driver"
+    server_prefix = ()          # how to run servers (e.g. ip netns exec)
+    server_addr = "127.0.0.1"   # where servers listen
+    dial = None                 # address the agent connects to
+    gateway = ""                # expected default gateway inside ("" = skip)
+    parent_name = None          # process whose CPU/RSS is the stack's
+    helpers = ()
+
+    def __init__(self, name):
+        self.name = name
+
+    def setup(self, mtu):
+        pass
+
+    def teardown(self):
+        pass
+
+    def wrap(self, user, mtu, agent_argv):
+        raise NotImplementedError
+
+
+class RootlesskitDriver(Target):
+    def __init__(self, name, rootlesskit, plugin_lib):
+        super().__init__(name)
+        self.rk = rootlesskit
+        self.plugin_lib = plugin_lib
+        self.dial = self.gateway = GATEWAY[name]
+        self.parent_name = "rootlesskit"
+        self.helpers = HELPERS.get(name, ())
+
+    def wrap(self, user, mtu, agent_argv):
+        net = ["--net=" + self.name]
+        if self.name == "plugin":
+            net.append("--net-plugin=" + self.plugin_lib)
+        return (["runuser", "-u", user, "--", self.rk] + net +
+                ["--mtu=%d" % mtu, "--"] + agent_argv)
+
+
+class HarnessPlugin(Target):
+    """The plugin through build/bin/rknp-harness (no rootlesskit yet)."""
+
+    def __init__(self, harness):
+        super().__init__("plugin")
+        self.harness = harness
+        self.dial = self.gateway = "10.0.2.2"
+        self.parent_name = "rknp-harness"
+
+    def wrap(self, user, mtu, agent_argv):
+        return ["runuser", "-u", user, "--", self.harness, "--mtu", str(mtu),
+                "--"] + agent_argv
+
+
+class Loopback(Target):
+    """Client and server both on the host's 127.0.0.1 (lo, MTU 65536)."""
+    kind = "reference"
+
+    def __init__(self):
+        super().__init__("loopback")
+        self.dial = "127.0.0.1"
+
+    def wrap(self, user, mtu, agent_argv):
+        return ["runuser", "-u", user, "--"] + agent_argv
+
+
+def sh(*args):
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+
+
+class Veth(Target):
+    """Two rootful netns joined by a veth pair: the kernel's own limit."""
+    kind = "reference"
+
+    def __init__(self):
+        super().__init__("veth")
+        self.dial = VETH_IP[1]
+        self.server_addr = VETH_IP[1]
+        self.server_prefix = ("ip", "netns", "exec", VETH_NS[1])
+
+    def setup(self, mtu):
+        self.teardown()
+        a, b = VETH_NS
+        sh("ip", "netns", "add", a)
+        sh("ip", "netns", "add", b)
+        sh("ip", "link", "add", "rknpb0", "netns", a, "type", "veth",
+           "peer", "name", "rknpb1", "netns", b)
+        for ns, dev, ip in ((a, "rknpb0", VETH_IP[0]), (b, "rknpb1", VETH_IP[1])):
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
+            sh("ip", "-n", ns, "addr", "add", ip + "/24", "dev", dev)
+
+    def teardown(self):
+        for ns in VETH_NS:  # deleting a netns deletes its veth end
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+    def wrap(self, user, mtu, agent_argv):
+        return ["ip", "netns", "exec", VETH_NS[0],
+                "runuser", "-u", user, "--"] + agent_argv
+
+
+def supported_nets(rootlesskit):
+    """Network drivers the rootlesskit binary lists in --help."""
+    try:
+        out = subprocess.run([rootlesskit, "--help"], capture_output=True,
+                             text=True, timeout=20).stdout
+    except OSError:
+        return set()
+    for line in out.splitlines():
+        if line.strip().startswith("--net "):
+            inner = line[line.find("[") + 1:line.find("]")]
+            return {w.split("(")[0].strip() for w in inner.split(",")}
+    return set()
+
+
+def make_targets(names, rootlesskit, plugin_lib, harness, log):
+    """Builds the Target list; logs and skips what this machine cannot run."""
+    nets = supported_nets(rootlesskit) if rootlesskit else set()
+    out = []
+    for n in names:
+        if n == "loopback":
+            out.append(Loopback())
+        elif n == "veth":
+            out.append(Veth())
+        elif n in nets:
+            out.append(RootlesskitDriver(n, rootlesskit, plugin_lib))
+        elif n == "plugin" and harness:
+            log("rootlesskit %s has no --net=plugin: plugin runs via %s"
+                % (rootlesskit, harness))
+            out.append(HarnessPlugin(harness))
+        else:
+            log("skipping %s: not supported by %s" % (n, rootlesskit))
+    return out
