@@ -108,16 +108,16 @@ veth_case() {
     ip netns add "$HOSTNS"
     ip link add rknp-it-veth0 type veth peer name rknp-it-veth1
     ip link set rknp-it-veth1 netns "$HOSTNS"
-    ip addr add 198.18.0.1/24 dev rknp-it-veth0
+    ip addr add 198.18.1.1/24 dev rknp-it-veth0
     ip link set rknp-it-veth0 up
-    ip -n "$HOSTNS" addr add 198.18.0.2/24 dev rknp-it-veth1
+    ip -n "$HOSTNS" addr add 198.18.1.2/24 dev rknp-it-veth1
     ip -n "$HOSTNS" link set rknp-it-veth1 up
     ip -n "$HOSTNS" link set lo up
-    ip netns exec "$HOSTNS" python3 -m http.server --bind 198.18.0.2 \
+    ip netns exec "$HOSTNS" python3 -m http.server --bind 198.18.1.2 \
         --directory "$SCRATCH" "$PORT" >/dev/null 2>&1 &
     BG_PIDS+=($!)
-    wait_port 198.18.0.2 "$PORT"
-    fetch_ok "http://198.18.0.2:$PORT/payload"
+    wait_port 198.18.1.2 "$PORT"
+    fetch_ok "http://198.18.1.2:$PORT/payload"
 }
 check "test host behind a veth pair (non-loopback destination)" veth_case
 
