@@ -60,8 +60,11 @@ template <size_t N> void put(char (&dst)[N], const std::string &s) {
     std::memcpy(dst, s.c_str(), s.size() + 1);
 }
 
-bool fits(uint32_t struct_size, size_t end_of_field) {
-    return struct_size >= end_of_field;
+// Output structs must be at least as large as this library's version.
+void require_size(uint32_t struct_size, size_t size, const char *name) {
+    if (struct_size < size)
+        rknp::throw_invalid(std::string(name) + ".struct_size " +
+                            std::to_string(struct_size) + " is too small");
 }
 
 } // namespace
@@ -118,10 +121,7 @@ RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
     return guarded(err, [&] {
         require(p != nullptr, "parent");
         require(out != nullptr, "network");
-        if (!fits(out->struct_size, sizeof *out))
-            rknp::throw_invalid("rknp_network.struct_size " +
-                                std::to_string(out->struct_size) +
-                                " is too small");
+        require_size(out->struct_size, sizeof *out, "rknp_network");
         const auto &c = p->impl.config();
         uint32_t size = out->struct_size;
         std::memset(out, 0, sizeof *out);
@@ -165,10 +165,7 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
     return guarded(err, [&] {
         require(p != nullptr, "parent");
         require(out != nullptr, "stats");
-        if (!fits(out->struct_size, sizeof *out))
-            rknp::throw_invalid("rknp_stats.struct_size " +
-                                std::to_string(out->struct_size) +
-                                " is too small");
+        require_size(out->struct_size, sizeof *out, "rknp_stats");
         const auto &s = p->impl.stats();
         out->tap_attached = s.tap_attached.load() ? 1 : 0;
         out->frames_from_tap = s.frames_from_tap.load();
@@ -272,10 +269,7 @@ RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
         for (const auto &[id, f] : all) {
             if (i == capacity) break;
             rknp_forward_info &o = out[i++];
-            if (!fits(o.struct_size, sizeof o))
-                rknp::throw_invalid("rknp_forward_info.struct_size " +
-                                    std::to_string(o.struct_size) +
-                                    " is too small");
+            require_size(o.struct_size, sizeof o, "rknp_forward_info");
             o.id = id;
             o.protocol = f.udp ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
             o.host_port = f.host_port;

@@ -14,39 +14,34 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// Verifies an IPv4 TCP frame's IP and TCP checksums.
-bool checksums_valid(const Bytes &f) {
-    const uint8_t *ip = f.data() + 14;
-    if (csum_fold(csum_add(0, ip, 20)) != 0xffff) return false;
+// Sum of the IPv4 TCP pseudo-header and the TCP segment of frame f.
+uint64_t tcp4_sum(const Bytes &f) {
     size_t l4 = f.size() - 34;
     uint8_t pseudo[12];
-    std::memcpy(pseudo, ip + 12, 8);
+    std::memcpy(pseudo, f.data() + 26, 8); // source and destination
     pseudo[8] = 0;
     pseudo[9] = 6;
     pseudo[10] = uint8_t(l4 >> 8);
     pseudo[11] = uint8_t(l4);
-    return csum_fold(csum_add(csum_add(0, pseudo, 12), f.data() + 34, l4)) ==
-           0xffff;
+    return csum_add(csum_add(0, pseudo, 12), f.data() + 34, l4);
+}
+
+// Verifies an IPv4 TCP frame's IP and TCP checksums.
+bool checksums_valid(const Bytes &f) {
+    return csum_fold(csum_add(0, f.data() + 14, 20)) == 0xffff &&
+           csum_fold(tcp4_sum(f)) == 0xffff;
+}
+
+void store(uint8_t *p, uint16_t v) {
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
 }
 
 void fix_checksums(Bytes &f) {
-    uint8_t *ip = f.data() + 14;
-    ip[10] = ip[11] = 0;
-    uint16_t c = uint16_t(~csum_fold(csum_add(0, ip, 20)));
-    ip[10] = uint8_t(c >> 8);
-    ip[11] = uint8_t(c);
-    uint8_t *tcp = f.data() + 34;
-    tcp[16] = tcp[17] = 0;
-    size_t l4 = f.size() - 34;
-    uint8_t pseudo[12];
-    std::memcpy(pseudo, ip + 12, 8);
-    pseudo[8] = 0;
-    pseudo[9] = 6;
-    pseudo[10] = uint8_t(l4 >> 8);
-    pseudo[11] = uint8_t(l4);
-    c = uint16_t(~csum_fold(csum_add(csum_add(0, pseudo, 12), tcp, l4)));
-    tcp[16] = uint8_t(c >> 8);
-    tcp[17] = uint8_t(c);
+    store(f.data() + 24, 0);
+    store(f.data() + 24, uint16_t(~csum_fold(csum_add(0, f.data() + 14, 20))));
+    store(f.data() + 50, 0);
+    store(f.data() + 50, uint16_t(~csum_fold(tcp4_sum(f))));
 }
 
 // An IPv4 TCP data segment from 10.0.2.2:80 to 10.0.2.100:5000.
@@ -102,16 +97,12 @@ TEST_CASE("checksum primitives match RFC 1071's example") {
 TEST_CASE("a partial checksum from the kernel is completed correctly") {
     Bytes f = segment(1000, 333);
     REQUIRE(checksums_valid(f));
-    // What the kernel hands over with NEEDS_CSUM: pseudo-header sum only.
-    uint8_t pseudo[12];
-    std::memcpy(pseudo, f.data() + 26, 8);
-    pseudo[8] = 0;
-    pseudo[9] = 6;
-    pseudo[10] = uint8_t((20 + 333) >> 8);
-    pseudo[11] = uint8_t(20 + 333);
-    uint16_t partial = csum_fold(csum_add(0, pseudo, 12));
-    f[50] = uint8_t(partial >> 8);
-    f[51] = uint8_t(partial);
+    // What the kernel hands over with NEEDS_CSUM: the pseudo-header sum
+    // only (the full sum minus the segment's own bytes).
+    Bytes header_only = f;
+    header_only.resize(34);
+    header_only.resize(34 + 20 + 333, 0);
+    store(f.data() + 50, csum_fold(tcp4_sum(header_only)));
     CHECK_FALSE(checksums_valid(f));
     VnetHdr h{kVnetNeedsCsum, 0, 0, 0, 34, 16};
     REQUIRE(complete_checksum(f, h));
