@@ -256,9 +256,11 @@ RKNP_API void rknp_parent_free(rknp_parent *p);
 enum { RKNP_PROTO_TCP = 0, RKNP_PROTO_UDP = 1 };
 
 /**
- * A forward from a host address and port to a guest port. Connections
- * reach the guest from the gateway address (libslirp does not propagate the
- * source IP). Later versions append fields.
+ * A forward from a host address and port to a guest port. Clients on the
+ * host's loopback reach the guest from the gateway address; other clients
+ * keep their own source address. With disable_host_loopback, libslirp drops
+ * UDP replies to loopback clients (TCP is unaffected). Later versions
+ * append fields.
  */
 typedef struct rknp_forward {
     uint32_t struct_size;   /* set by rknp_forward_init */

@@ -22,6 +22,7 @@ type Config struct {
 	IPv6                bool   // fd00::/64, gateway fd00::2, DNS fd00::3
 	IPv6Address         string // guest address in fd00::/64; "" for SLAAC
 	DisableDNS          bool   // no DNS forwarder
+	DisableOffload      bool   // plain tap frames: no TSO / checksum offload
 	OutboundAddr        string // host IPv4 address to bind outbound connections to
 	OutboundAddr6       string // host IPv6 address to bind outbound connections to
 	MACAddress          string // tap MAC; "" lets the kernel choose
@@ -79,6 +80,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.disable_host_loopback = cbool(cfg.DisableHostLoopback)
 	cc.c.enable_ipv6 = cbool(cfg.IPv6)
 	cc.c.disable_dns = cbool(cfg.DisableDNS)
+	cc.c.disable_offload = cbool(cfg.DisableOffload)
 	if logH != 0 {
 		C.rknp_go_config_set_log(&cc.c, C.uintptr_t(logH))
 	}

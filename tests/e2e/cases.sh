@@ -170,3 +170,184 @@ case_port_builtin() {
     [ "$rc" = 0 ] || { echo "no file through the published port"; cat "$SCRATCH/logs/port-rk.$1.log"; return 1; }
     expect "file through 127.0.0.1:$hp -> child :8080" "^$FILE_SHA\$" "$sha"
 }
+
+# 8. Port drivers through -p and rootlesskit's API (rootlessctl), run by
+# port_case NETDRIVER PORTDRIVER: a TCP server and a UDP echo inside the
+# child (port_helper.py) reached from the host's 127.0.0.1 and, through
+# ports published on 0.0.0.0, from the test netns ($NETNS_HOST, client
+# 198.18.0.2); list-ports; publishing a spec twice and a host port in use
+# fail cleanly while rootlesskit keeps serving; a port added through the
+# API works; remove-ports closes the host ports.
+# Not --disable-host-loopback: with it libslirp drops UDP replies to
+# loopback clients (the gateway is then unreachable), for the slirp4netns
+# and plugin port drivers alike; ports_plugin_dhl (8b) covers that setup.
+#   ports_plugin   --port-driver=plugin (with --net=slirp4netns: refused)
+#   ports_builtin  --port-driver=builtin
+case_ports_plugin() {
+    if [ "$1" != plugin ]; then
+        port_driver_refused "$1" plugin
+        return
+    fi
+    port_case "$1" plugin
+}
+case_ports_builtin() { port_case "$1" builtin; }
+
+# port_driver_refused NETDRIVER PORTDRIVER: rootlesskit exits with a clear
+# message before starting anything.
+port_driver_refused() {
+    local out rc=0
+    out=$(rk "$1" --copy-up=/etc --port-driver="$2" -p "127.0.0.1:$(free_port 127.0.0.1):80/tcp" -- echo STARTED 2>&1) || rc=$?
+    echo "$out"
+    [ "$rc" != 0 ] || { echo "--port-driver=$2 with --net=$1 was accepted"; return 1; }
+    if grep -q '^STARTED$' <<<"$out"; then echo "the command ran"; return 1; fi
+    expect "refusal" "port driver \"$2\" requires --net=plugin \(got --net=$1\)" "$out"
+}
+
+# http_sha PORT: sha256 of /file through 127.0.0.1:PORT (empty on failure).
+http_sha() {
+    curl -sSf --max-time 20 "http://127.0.0.1:$1/file" | sha256sum | cut -d' ' -f1
+}
+
+# ctl ARGS...: rootlessctl against the case's API socket, as the test user.
+ctl() { as_user "$SCRATCH/bin/rootlessctl" --socket="$ST/api.sock" "$@"; }
+
+port_case() {
+    local net=$1 pd=$2 tp up tp2 rp ru out sha rc id id2 ARGV
+    ST="$SCRATCH/tmp/state-ports-$pd-$net"
+    RKLOG="$SCRATCH/logs/ports-rk.$pd.$net.log"
+    [ -x "$SCRATCH/bin/rootlessctl" ] || {
+        echo "missing $BUILD_DIR/bin/rootlessctl; build it from go-bindings:"
+        echo "  go build -o ../build/bin/rootlessctl github.com/rootless-containers/rootlesskit/v3/cmd/rootlessctl"
+        return 1
+    }
+    tp=$(free_port 127.0.0.1)
+    up=$(free_udp_port 127.0.0.1)
+    tp2=$(free_port 127.0.0.1)
+    rp=$(free_port 0.0.0.0)
+    ru=$(free_udp_port 0.0.0.0)
+    rk_argv "$net" --copy-up=/etc --port-driver="$pd" --state-dir="$ST" \
+        -p "127.0.0.1:$tp:8080/tcp" -p "127.0.0.1:$up:5353/udp" \
+        -p "0.0.0.0:$rp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
+        "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
+    "${ARGV[@]}" >"$RKLOG" 2>&1 &
+    RKPID=$! # the timeout process: it forwards SIGTERM to rootlesskit
+    trap 'kill -TERM "$RKPID" 2>/dev/null || true; wait "$RKPID" 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        grep -q "port_helper ready" "$RKLOG" && [ -S "$ST/api.sock" ] && break
+        kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit exited:"; cat "$RKLOG"; return 1; }
+        sleep 0.1
+    done
+
+    # TCP: the file through the published port, bytes compared.
+    sha=""
+    for _ in $(seq 50); do
+        sha=$(http_sha "$tp" 2>/dev/null) && [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    expect "file through 127.0.0.1:$tp -> child :8080" "^$FILE_SHA\$" "$sha"
+
+    # UDP echo through the published UDP port.
+    out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$up")
+    expect "udp echo through 127.0.0.1:$up -> child :5353" "^udp-echo-ok 1200\$" "$out"
+
+    # From another host (the test netns) through the 0.0.0.0 ports.
+    out=$(ip netns exec "$NETNS_HOST" curl -sSf --max-time 20 "http://198.18.0.1:$rp/file" | sha256sum | cut -d' ' -f1)
+    expect "file from 198.18.0.2 through 198.18.0.1:$rp" "^$FILE_SHA\$" "$out"
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$SCRATCH/bin/port_helper.py" udp-echo 198.18.0.1 "$ru")
+    expect "udp echo from 198.18.0.2 through 198.18.0.1:$ru" "^udp-echo-ok 1200\$" "$out"
+
+    # The API reports the port driver. With the plugin, libslirp shows
+    # loopback clients as the gateway and others with their own address.
+    out=$(as_user curl -sS --max-time 5 --unix-socket "$ST/api.sock" http://rootlesskit/v1/info)
+    echo "$out"
+    expect "port driver $pd" "\"portDriver\":\{\"driver\":\"$pd\"" "$out"
+    if [ "$pd" = plugin ]; then
+        expect "sourceIPPropagated reported" '"extra":\{"sourceIPPropagated":"false"\}' "$out"
+        expect "127.0.0.1 client seen as the gateway" "^tcp-peer 10\.0\.2\.2 " "$(cat "$RKLOG")"
+        expect "netns client seen as itself" "^tcp-peer 198\.18\.0\.2 " "$(cat "$RKLOG")"
+    fi
+
+    # list-ports shows both.
+    out=$(ctl list-ports --json)
+    echo "$out"
+    expect "listed tcp port" "\"proto\":\"tcp\",\"parentIP\":\"127\.0\.0\.1\",\"parentPort\":$tp,\"childPort\":8080" "$out"
+    expect "listed udp port" "\"proto\":\"udp\",\"parentIP\":\"127\.0\.0\.1\",\"parentPort\":$up,\"childPort\":5353" "$out"
+    id=$(grep "\"parentPort\":$tp," <<<"$out" | sed -E 's/^\{"id":([0-9]+),.*/\1/')
+
+    # The same spec twice: refused with the conflicting ID.
+    rc=0
+    out=$(ctl add-ports "127.0.0.1:$tp:8080/tcp" 2>&1) || rc=$?
+    [ "$rc" != 0 ] || { echo "duplicate accepted: $out"; return 1; }
+    expect "duplicate refused" "conflict with ID $id" "$out"
+    # A host port another process holds (run.sh's server on $PORT4).
+    rc=0
+    out=$(ctl add-ports "127.0.0.1:$PORT4:8080/tcp" 2>&1) || rc=$?
+    [ "$rc" != 0 ] || { echo "busy port accepted: $out"; return 1; }
+    expect "busy host port refused" "[Aa]ddress already in use" "$out"
+    # ...and rootlesskit keeps serving.
+    kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit died:"; cat "$RKLOG"; return 1; }
+    expect "still serving after the refusals" "^$FILE_SHA\$" "$(http_sha "$tp")"
+
+    # A port added through the API.
+    id2=$(ctl add-ports "127.0.0.1:$tp2:8080/tcp")
+    expect "new port id" "^[0-9]+\$" "$id2"
+    expect "file through the added port $tp2" "^$FILE_SHA\$" "$(http_sha "$tp2")"
+
+    # remove-ports closes the host ports.
+    ctl remove-ports "$id" "$id2"
+    for p in "$tp" "$tp2"; do
+        rc=0
+        out=$(curl -sS --max-time 5 -o /dev/null "http://127.0.0.1:$p/file" 2>&1) || rc=$?
+        [ "$rc" != 0 ] || { echo "127.0.0.1:$p still answers after remove-ports"; return 1; }
+        expect "connect to removed 127.0.0.1:$p fails" "Failed to connect|Connection refused|Couldn't connect" "$out"
+    done
+    out=$(ctl list-ports --json)
+    echo "$out"
+    if grep -Eq "\"parentPort\":($tp|$tp2)," <<<"$out"; then echo "removed ports still listed"; return 1; fi
+    expect "udp port still listed" "\"parentPort\":$up," "$out"
+    if ctl remove-ports "$id" 2>/dev/null; then echo "removing an unknown id succeeded"; return 1; fi
+
+    # Shutdown: rootlesskit exits on SIGTERM and leaves nothing behind.
+    kill -TERM "$RKPID" 2>/dev/null || true
+    wait "$RKPID" 2>/dev/null || true
+    trap - EXIT
+    sleep 0.2
+    if pgrep -u "$E2E_USER" -f "$RK" >/dev/null; then
+        echo "rootlesskit survived SIGTERM:"; pgrep -a -u "$E2E_USER" -f "$RK"; return 1
+    fi
+    out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$up" 2>&1) && { echo "udp port open after exit"; return 1; }
+    echo "ok nothing left: $out"
+}
+
+# 8b. The plugin port driver with --disable-host-loopback (rootless
+# Docker's setup): TCP from the host's 127.0.0.1 and UDP from the test
+# netns work; UDP replies to 127.0.0.1 clients are dropped by libslirp, so
+# that is not tested. With --net=slirp4netns the same checks run against
+# --port-driver=slirp4netns (the same libslirp forwarding) as reference.
+case_ports_plugin_dhl() {
+    local pd=plugin tp ru out sha ARGV
+    [ "$1" = plugin ] || pd=slirp4netns
+    ST="$SCRATCH/tmp/state-ports-dhl-$1"
+    RKLOG="$SCRATCH/logs/ports-dhl-rk.$1.log"
+    tp=$(free_port 127.0.0.1)
+    ru=$(free_udp_port 0.0.0.0)
+    rk_argv "$1" --copy-up=/etc --disable-host-loopback --port-driver="$pd" --state-dir="$ST" \
+        -p "127.0.0.1:$tp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
+        "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
+    "${ARGV[@]}" >"$RKLOG" 2>&1 &
+    RKPID=$!
+    trap 'kill -TERM "$RKPID" 2>/dev/null || true; wait "$RKPID" 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        grep -q "port_helper ready" "$RKLOG" && [ -S "$ST/api.sock" ] && break
+        kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit exited:"; cat "$RKLOG"; return 1; }
+        sleep 0.1
+    done
+    sha=""
+    for _ in $(seq 50); do
+        sha=$(http_sha "$tp" 2>/dev/null) && [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    expect "file through 127.0.0.1:$tp ($pd, --disable-host-loopback)" "^$FILE_SHA\$" "$sha"
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$SCRATCH/bin/port_helper.py" udp-echo 198.18.0.1 "$ru")
+    expect "udp echo from 198.18.0.2 through 198.18.0.1:$ru" "^udp-echo-ok 1200\$" "$out"
+}

@@ -30,6 +30,11 @@ free_port() {
     "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
 }
 
+# free_udp_port ADDR: a currently unused UDP port on ADDR.
+free_udp_port() {
+    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
+}
+
 # wait_tcp ADDR PORT [NETNS]: until something listens (10 s at most).
 wait_tcp() {
     local pre=()

@@ -5,7 +5,8 @@
 #   sudo tests/e2e/run.sh                 # uses $BUILD_DIR (default: build/)
 #   E2E_DRIVERS=plugin E2E_CASES="dns ipv6" sudo -E tests/e2e/run.sh
 #
-# Needs: build/bin/rootlesskit, build/lib/librknp.so.1, slirp4netns, uidmap,
+# Needs: build/bin/rootlesskit, build/lib/librknp.so.1, build/bin/rootlessctl
+# (ports_* cases; see go-bindings/README.md), slirp4netns, uidmap,
 # iproute2, curl, python3, util-linux. Traffic goes only to loopback and to
 # a network namespace this script creates. Prints one PASS/FAIL line per
 # case and driver; exits non-zero if any failed.
@@ -44,6 +45,10 @@ trap 'exit 130' INT TERM
 chmod 0755 "$SCRATCH"
 mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
 install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
+# rootlessctl (upstream's, built from go-bindings' module graph) is needed
+# by the ports_* cases only; they fail with a hint when it is missing.
+[ -e "$BUILD_DIR/bin/rootlessctl" ] && install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
+install -m 0755 "$E2E_DIR/port_helper.py" "$SCRATCH/bin/port_helper.py"
 install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
 RK=$SCRATCH/bin/rootlesskit
 LIB=$SCRATCH/lib/librknp.so.1
@@ -65,7 +70,7 @@ start_http 198.18.0.2 "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"
 log "rootlesskit: $("$RK" --version)"
 log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 198.18.0.2:$PORT_NS dns $DNS_ADDR:53"
 
-ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ifname netns_host exit_code api_info port_builtin"
+ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ifname netns_host exit_code api_info port_builtin ports_plugin ports_builtin ports_plugin_dhl"
 for c in ${E2E_CASES:-$ALL_CASES}; do
     for d in ${E2E_DRIVERS:-plugin slirp4netns}; do
         run_case "$c" "$d" "case_$c"

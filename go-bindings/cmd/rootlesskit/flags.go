@@ -62,6 +62,7 @@ func appFlags(debug *bool) []cli.Flag {
 		str("plugin-outbound-addr", catPlugin, "", "host IPv4 address to bind outbound connections to for --net=plugin"),
 		str("plugin-outbound-addr6", catPlugin, "", "host IPv6 address to bind outbound connections to for --net=plugin"),
 		boolean("plugin-disable-dns", catPlugin, false, "disable the built-in DNS forwarder for --net=plugin"),
+		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
 
 		str("pasta-binary", catPasta, "pasta", "path of pasta binary for --net=pasta"),
 		str("pesto-binary", catPasta, "pesto", "path of pesto binary for --port-driver=pesto"),
@@ -72,7 +73,7 @@ func appFlags(debug *bool) []cli.Flag {
 		str("lxc-user-nic-binary", catLXC, lxcUserNicBinary(), "path of lxc-user-nic binary for --net=lxc-user-nic"),
 		str("lxc-user-nic-bridge", catLXC, "lxcbr0", "lxc-user-nic bridge name"),
 
-		str("port-driver", catPort, "none", "port driver for non-host network. [none, implicit (for pasta), builtin, slirp4netns, gvisor-tap-vsock(experimental), pesto(experimental)]"),
+		str("port-driver", catPort, "none", "port driver for non-host network. [none, implicit (for pasta), builtin, plugin (for --net=plugin), slirp4netns, gvisor-tap-vsock(experimental), pesto(experimental)]"),
 		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Category: catPort, Usage: "publish ports. e.g. \"127.0.0.1:8080:80/tcp\""},
 		boolean("source-ip-transparent", catPort, true, "preserve real client source IP using IP_TRANSPARENT (builtin port driver, TCP only)"),
 		str("source-ip-transparent-backend", catPort, "auto", "firewall backend for --source-ip-transparent (builtin port driver) [auto, nft, iptables]"),

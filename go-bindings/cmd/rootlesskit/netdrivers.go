@@ -122,6 +122,7 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 		IPv6:                nf.ipv6,
 		IPv6Address:         c.String("plugin-ipv6-address"),
 		DisableDNS:          c.Bool("plugin-disable-dns"),
+		DisableOffload:      c.Bool("plugin-disable-offload"),
 		OutboundAddr:        c.String("plugin-outbound-addr"),
 		OutboundAddr6:       c.String("plugin-outbound-addr6"),
 		MACAddress:          c.String("plugin-mac-address"),

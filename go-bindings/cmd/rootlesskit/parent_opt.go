@@ -55,10 +55,13 @@ func parentOpt(c *cli.Context) (parent.Opt, error) {
 	if err != nil {
 		return opt, err
 	}
+	if err = checkPortDriverNet(c.String("port-driver"), nf.driver); err != nil {
+		return opt, err
+	}
 	if opt.NetworkDriver, err = newParentNetDriver(c, nf, opt.StateDir); err != nil {
 		return opt, err
 	}
-	if opt.PortDriver, err = newParentPortDriver(c, nf, opt.StateDir, opt.NetworkDriver != nil); err != nil {
+	if opt.PortDriver, err = newParentPortDriver(c, nf, opt.StateDir, opt.NetworkDriver); err != nil {
 		return opt, err
 	}
 	for _, s := range c.StringSlice("publish") {

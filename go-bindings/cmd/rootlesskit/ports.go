@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port/builtin"
 	gvisortapvsockport "github.com/rootless-containers/rootlesskit/v3/pkg/port/gvisortapvsock"
@@ -13,12 +14,38 @@ import (
 	slirp4netnsport "github.com/rootless-containers/rootlesskit/v3/pkg/port/slirp4netns"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+
+	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
+	portplugin "github.com/rknp/rknp/go-bindings/port/plugin"
 )
 
+// checkPortDriverNet refuses port drivers that need a particular network
+// driver, before any driver is built (so the message names the real
+// problem rather than, say, a missing slirp4netns binary).
+func checkPortDriverNet(portDriver, netDriver string) error {
+	if portDriver == portplugin.DriverName && netDriver != "plugin" {
+		return fmt.Errorf("port driver %q requires --net=plugin (got --net=%s); use --port-driver=builtin with other networks",
+			portDriver, netDriver)
+	}
+	return nil
+}
+
 // newParentPortDriver builds the parent half of --port-driver (nil for
-// none/implicit). builtin works with every network driver, plugin included.
-func newParentPortDriver(c *cli.Context, nf netFlags, stateDir string, haveNet bool) (port.ParentDriver, error) {
+// none/implicit) for netDriver (nil for --net=host). builtin works with
+// every network driver, plugin included; plugin forwards through the
+// plugin network driver's stack.
+func newParentPortDriver(c *cli.Context, nf netFlags, stateDir string, netDriver network.ParentDriver) (port.ParentDriver, error) {
+	haveNet := netDriver != nil
 	switch s := c.String("port-driver"); s {
+	case portplugin.DriverName:
+		if err := checkPortDriverNet(s, nf.driver); err != nil {
+			return nil, err
+		}
+		p, err := netplugin.ForwardingParent(netDriver)
+		if err != nil {
+			return nil, fmt.Errorf("port driver %q: %w", s, err)
+		}
+		return portplugin.NewParentDriver(debugWriter{"port/plugin"}, p)
 	case "none":
 		if len(c.StringSlice("publish")) != 0 {
 			return nil, fmt.Errorf("port driver %q does not support publishing ports", s)
@@ -76,6 +103,8 @@ func newChildPortDriver(s string) (port.ChildDriver, error) {
 		return slirp4netnsport.NewChildDriver(), nil
 	case "builtin":
 		return builtin.NewChildDriver(debugWriter{"port/builtin"}), nil
+	case portplugin.DriverName:
+		return portplugin.NewChildDriver(), nil
 	case "gvisor-tap-vsock":
 		return gvisortapvsockport.NewChildDriver(), nil
 	case "pesto":
