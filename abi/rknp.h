@@ -228,7 +228,9 @@ typedef struct rknp_stats {
     uint64_t bytes_from_tap;
     uint64_t frames_to_tap;        /* stack -> guest */
     uint64_t bytes_to_tap;
-    uint64_t frames_dropped;       /* stack -> guest writes that failed */
+    uint64_t frames_dropped;       /* frames not delivered: failed writes
+                                      to the guest, malformed or refused
+                                      (fragment guard) frames from it */
     uint64_t handovers_refused;    /* peers refused on the hand-over socket */
 } rknp_stats;
 

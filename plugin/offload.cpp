@@ -33,6 +33,25 @@ bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
     return true;
 }
 
+std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
+    std::span<uint8_t> frame = raw;
+    if (vnet) {
+        if (raw.size() < kVnetHdrSize) return {};
+        VnetHdr h;
+        std::memcpy(&h, raw.data(), sizeof h);
+        frame = raw.subspan(kVnetHdrSize);
+        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
+        // so nothing needs segmenting; only the checksum must be finished.
+        if ((h.flags & kVnetNeedsCsum) && !complete_checksum(frame, h))
+            return {};
+    }
+    // MF set or a non-zero offset (the reserved bit alone is no fragment).
+    if (frame.size() >= kEthLen + 20 && be16(frame.data() + 12) == 0x0800 &&
+        (be16(frame.data() + kEthLen + 6) & 0x3fff) != 0)
+        return {};
+    return frame;
+}
+
 struct Coalescer::Flow {
     size_t l3_off, hdr_len;
     bool ipv6;

@@ -124,6 +124,9 @@ void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
 uint32_t Parent::add_forward(const rknp_forward &f) {
     ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr);
     std::lock_guard lock(fwd_mu_);
+    // Before the duplicate check: a closed parent's table is stale.
+    if (!started_.load() || stop_.load())
+        throw Error(RKNP_ERR_STATE, "parent is not running");
     fwds_.check_new(spec);
     on_stack([&](StackLoop &loop) { loop.add_forward(spec); });
     uint32_t id = fwds_.insert(spec);

@@ -229,24 +229,14 @@ void StackLoop::drain_tap() {
 }
 
 void StackLoop::input_frame(size_t n) {
-    uint8_t *frame = frame_.data();
-    if (vnet_hdr_) {
-        if (n < kVnetHdrSize) return;
-        VnetHdr h;
-        std::memcpy(&h, frame, sizeof h);
-        frame += kVnetHdrSize;
-        n -= kVnetHdrSize;
-        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
-        // so nothing needs segmenting; only the checksum must be finished.
-        if ((h.flags & kVnetNeedsCsum) &&
-            !complete_checksum({frame, n}, h)) {
-            Stats::add(stats_.frames_dropped, 1);
-            return;
-        }
+    auto frame = prepare_guest_frame({frame_.data(), n}, vnet_hdr_);
+    if (frame.empty()) {
+        Stats::add(stats_.frames_dropped, 1);
+        return;
     }
     Stats::add(stats_.frames_from_tap, 1);
-    Stats::add(stats_.bytes_from_tap, n);
-    slirp_input(slirp_, frame, int(n));
+    Stats::add(stats_.bytes_from_tap, frame.size());
+    slirp_input(slirp_, frame.data(), int(frame.size()));
 }
 
 namespace {

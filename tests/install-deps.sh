@@ -5,7 +5,7 @@ PACKAGES=(
     build-essential cmake ninja-build pkg-config
     libslirp-dev libglib2.0-dev libnl-3-dev libnl-route-3-dev doctest-dev
     iproute2 util-linux uidmap procps curl python3 iperf3 binutils
-    slirp4netns passt
+    slirp4netns passt valgrind clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The whole test suite: build, unit + ABI + integration tests (ctest), Go
-# tests and the rootlesskit end-to-end tests. Run as root on a fresh
+# The whole test suite: build, unit + ABI + integration + reliability tests
+# (ctest), valgrind, a bounded fuzz run, Go tests and the rootlesskit
+# end-to-end tests. Run as root on a fresh
 # machine (it installs the Debian packages it needs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +11,10 @@ source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
 build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
+echo "== valgrind: no leak from the library"
+"$ROOT/tests/reliability/valgrind.sh" "$BUILD"
+echo "== fuzzing: every target for a bounded time (clang, build-fuzz/)"
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} "$ROOT/tests/fuzz/run.sh"
 echo "== Go: vet and tests"
 (cd "$ROOT/go-bindings" && go vet ./... &&
     RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)

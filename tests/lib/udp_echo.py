@@ -2,8 +2,9 @@
 """UDP echo for forwarding tests.
 
 server: udp_echo.py ADDR PORT            echoes every datagram
-client: udp_echo.py --client ADDR PORT   sends a random datagram, expects it
-                                         back (retries for ~10 s)
+client: udp_echo.py --client ADDR PORT [SIZE]   sends a random datagram of
+                                         SIZE bytes (512), expects it back
+                                         (retries for ~10 s)
 """
 import os
 import socket
@@ -15,11 +16,11 @@ def main():
         addr, port = sys.argv[2], int(sys.argv[3])
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.settimeout(0.5)
-        msg = os.urandom(512)
+        msg = os.urandom(int(sys.argv[4]) if len(sys.argv) > 4 else 512)
         for _ in range(20):
             sock.sendto(msg, (addr, port))
             try:
-                if sock.recv(2048) == msg:
+                if sock.recv(65535) == msg:
                     return 0
             except socket.timeout:
                 continue

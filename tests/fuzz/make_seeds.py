@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus (corpus/<target>/seed-*). Run once and commit the
+files; rerunning reproduces them. Reproducers of fixed findings live next to
+the seeds as corpus/<target>/regress-*; this script never touches them."""
+import os
+import struct
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# ---- config: sel, mtu?, mtu, 4 flags, timeout?, timeout, mask, 6 strings
+def config(mtu=None, flags=(0, 0, 0, 0), timeout=None, strings=None):
+    b = bytes([0])
+    b += bytes([1]) + struct.pack("<I", mtu) if mtu is not None else bytes([0])
+    b += bytes(flags)
+    b += bytes([1]) + struct.pack("<I", timeout) if timeout is not None else bytes([0])
+    strings = strings or [None] * 6
+    mask = sum(1 << i for i, s in enumerate(strings) if s is not None)
+    b += bytes([mask]) + b"".join((s or "").encode() + b"\0" for s in strings)
+    return b
+
+
+put("config", "default", config())
+put("config", "full", config(1500, (0, 1, 0, 0), 5000, [
+    "10.0.135.128/25", "eth7", "fd00::64", "127.0.0.1", "::1",
+    "02:00:5e:00:53:07"]))
+put("config", "bad-values", config(70000, (2, 0, 0, 0), 0, [
+    "10.0.2.1/24", "a/b", "fd01::1", "300.1.1.1", "::g", "01:00:00:00:00:00"]))
+put("config", "ipv6-small-mtu", config(1000, (0, 1, 0, 0)))
+
+# ---- opaque: key index byte (1..11) or name, NUL, value, NUL
+KEYS = {"rknp.socket": 1, "rknp.ifname": 2, "rknp.mtu": 3, "rknp.ip": 4,
+        "rknp.prefix_len": 5, "rknp.gateway": 6, "rknp.ipv6": 7,
+        "rknp.offload": 8, "rknp.timeout_ms": 9, "rknp.mac": 10,
+        "rknp.ipv6_address": 11}
+
+
+def opaque(pairs, by_index=True):
+    out = b""
+    for k, v in pairs:
+        key = bytes([KEYS[k]]) if by_index and k in KEYS else k.encode()
+        out += key + b"\0" + v.encode() + b"\0"
+    return out
+
+
+BASE = [("rknp.socket", "/tmp/rknp-harness.abc/rknp.sock"), ("rknp.ifname", "tap0"),
+        ("rknp.mtu", "65520"), ("rknp.ip", "10.0.2.100"), ("rknp.prefix_len", "24"),
+        ("rknp.gateway", "10.0.2.2"), ("rknp.ipv6", "0"), ("rknp.offload", "1"),
+        ("rknp.timeout_ms", "10000")]
+put("opaque", "default", opaque(BASE))
+put("opaque", "default-names", opaque(BASE, by_index=False))
+put("opaque", "full", opaque(BASE + [("rknp.mac", "02:00:5e:00:53:07"),
+                                     ("rknp.ipv6_address", "fd00::64"),
+                                     ("rknp.unknown", "x")]))
+put("opaque", "bad", opaque([(k, v + "x") for k, v in BASE]))
+
+# ---- handover: hello and reply messages
+hello = b"RKNH" + struct.pack("<HH", 1, 0) + b"tap0".ljust(16, b"\0")
+put("handover", "hello", hello)
+put("handover", "hello-long-name", hello[:8] + b"abcdefghijklmno\0")
+put("handover", "reply-ok", b"RKNR" + struct.pack("<IH", 0, 0))
+msg = b"hand-over refused: peer pid 1 uid 0 is not the child"
+put("handover", "reply-error", b"RKNR" + struct.pack("<IH", 4, len(msg)) + msg)
+
+
+# ---- frames: config byte, then records {op, len u16, bytes}
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+GUEST_MAC = bytes.fromhex("020000000064")
+GW_MAC = bytes.fromhex("525400123502")  # libslirp's default vhost MAC
+BCAST = b"\xff" * 6
+G4, GW4, DNS4 = bytes([10, 0, 2, 100]), bytes([10, 0, 2, 2]), bytes([10, 0, 2, 3])
+
+
+def eth(dst, typ, payload):
+    return dst + GUEST_MAC + struct.pack("!H", typ) + payload
+
+
+def ipv4(proto, src, dst, l4, ident=1):
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), ident, 0x4000, 64,
+                    proto, 0, src, dst)
+    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return h + l4
+
+
+def l4sum(src, dst, proto, seg):
+    return csum(src + dst + struct.pack("!BBH", 0, proto, len(seg)) + seg)
+
+
+def tcp(src, dst, sport, dport, seq, ack, flags, data=b"", opts=b"", partial=False):
+    off = (20 + len(opts)) // 4
+    seg = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, off << 4, flags,
+                      65535, 0, 0) + opts + data
+    if partial:  # CHECKSUM_PARTIAL: pseudo-header sum only, not inverted
+        c = ~csum(src + dst + struct.pack("!BBH", 0, 6, len(seg))) & 0xFFFF
+    else:
+        c = l4sum(src, dst, 6, seg)
+    return seg[:16] + struct.pack("!H", c) + seg[18:]
+
+
+def udp(src, dst, sport, dport, data):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    return seg[:6] + struct.pack("!H", l4sum(src, dst, 17, seg)) + seg[8:]
+
+
+def rec(frame, op=0x10):
+    return bytes([op | (0x20 if len(frame) > 0xFFFF else 0)]) + \
+        struct.pack("<H", len(frame) & 0xFFFF) + frame
+
+
+def vnet(frame, flags=0, gso=0, hdr_len=0, gso_size=0, start=0, off=0):
+    return struct.pack("<BBHHHH", flags, gso, hdr_len, gso_size, start, off) + frame
+
+
+arp = eth(BCAST, 0x0806, struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1,
+                                      GUEST_MAC, G4, b"\0" * 6, GW4))
+icmp = struct.pack("!BBHHH", 8, 0, 0, 1, 1) + b"ping" * 8
+icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+ping = eth(GW_MAC, 0x0800, ipv4(1, G4, GW4, icmp))
+mss = b"\x02\x04\x05\xb4"
+syn = eth(GW_MAC, 0x0800, ipv4(6, G4, GW4, tcp(G4, GW4, 40000, 80, 1000, 0, 0x02, opts=mss)))
+ack_data = eth(GW_MAC, 0x0800, ipv4(6, G4, GW4, tcp(G4, GW4, 40000, 80, 1001, 1, 0x18, b"GET / HTTP/1.0\r\n\r\n")))
+dns_q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01"
+dns = eth(GW_MAC, 0x0800, ipv4(17, G4, DNS4, udp(G4, DNS4, 5353, 53, dns_q)))
+dhcp = bytes([1, 1, 6, 0]) + b"\0" * 24 + GUEST_MAC + b"\0" * 202 + \
+    b"\x63\x82\x53\x63\x35\x01\x01\xff"
+dhcp_f = eth(BCAST, 0x0800, ipv4(17, b"\0" * 4, b"\xff" * 4, udp(b"\0" * 4, b"\xff" * 4, 68, 67, dhcp)))
+
+G6 = bytes.fromhex("fd000000000000000000000000000064")
+GW6 = bytes.fromhex("fd000000000000000000000000000002")
+LL6 = bytes.fromhex("fe800000000000000000000000000064")
+ALLR = bytes.fromhex("ff020000000000000000000000000002")
+
+
+def ipv6(nh, src, dst, l4, hop=255):
+    return struct.pack("!IHBB", 0x60000000, len(l4), nh, hop) + src + dst + l4
+
+
+def icmp6(src, dst, body):
+    c = csum(src + dst + struct.pack("!IxxxB", len(body), 58) + body)
+    return body[:2] + struct.pack("!H", c) + body[4:]
+
+
+rs = eth(b"\x33\x33\x00\x00\x00\x02", 0x86DD,
+         ipv6(58, LL6, ALLR, icmp6(LL6, ALLR, struct.pack("!BBHI", 133, 0, 0, 0))))
+echo6 = eth(GW_MAC, 0x86DD, ipv6(58, G6, GW6, icmp6(G6, GW6, struct.pack("!BBHHH", 128, 0, 0, 1, 1) + b"x" * 32), 64))
+syn6 = eth(GW_MAC, 0x86DD, ipv6(6, G6, GW6, tcp(G6, GW6, 40001, 80, 5, 0, 0x02, opts=mss), 64))
+
+put("frames", "arp-ping-tcp", bytes([0]) + rec(arp) + rec(ping, 0x11) + rec(syn) +
+    rec(ack_data, 0x12) + rec(dns, 0x13))
+put("frames", "dhcp", bytes([0]) + rec(dhcp_f) + rec(arp, 0x1f))
+put("frames", "ipv6", bytes([2]) + rec(rs) + rec(echo6, 0x11) + rec(syn6, 0x1a))
+put("frames", "vnet-plain", bytes([1]) + rec(vnet(arp)) + rec(vnet(syn)) + rec(vnet(ping)))
+# A TSO super-frame with a partial checksum, as the tap hands it over.
+big = b"z" * 60000
+tso = eth(GW_MAC, 0x0800, ipv4(6, G4, GW4, tcp(G4, GW4, 40000, 80, 1001, 1, 0x18, big, partial=True)))
+put("frames", "vnet-tso", bytes([1]) + rec(vnet(arp)) + rec(vnet(syn)) +
+    rec(vnet(tso, flags=1, gso=1, hdr_len=54, gso_size=1448, start=34, off=16), 0x12))
+# Bogus checksum offsets, a truncated record and an oversized one.
+put("frames", "vnet-bad", bytes([1]) +
+    rec(vnet(syn, flags=1, start=70, off=16)) +
+    rec(vnet(syn, flags=1, start=34, off=0xFFF0)) +
+    rec(b"\x01\x02\x03") + rec(vnet(eth(GW_MAC, 0x0800, b"\x45" + b"\0" * 70000))) +
+    bytes([0x10]) + struct.pack("<H", 1000) + syn[:100])
+# Segments the probe Coalescer can merge: one flow, consecutive sequence.
+seq_frames = b"".join(rec(eth(GUEST_MAC, 0x0800, ipv4(6, GW4, G4, tcp(GW4, G4, 80, 40000, 1 + i * 1000, 1001, 0x10, b"d" * 1000), ident=i)), 0)
+                      for i in range(6))
+put("frames", "mergeable", bytes([9]) + seq_frames)
+# IPv4 fragments: in order, out of order, overlapping, a lone trailing one
+# (prepare_guest_frame drops them all; see plugin/offload.hpp).
+def frag(off_field, payload, ident=7):
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, off_field,
+                    64, 17, 0, G4, GW4)
+    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return eth(GW_MAC, 0x0800, h + payload)
+
+
+put("frames", "fragments", bytes([0]) + rec(arp) +
+    rec(frag(0x2000, b"a" * 16)) + rec(frag(0x0002, b"b" * 16)) +
+    rec(frag(0x0004, b"c" * 16, 8)) + rec(frag(0x2000, b"d" * 16, 8)) +
+    rec(frag(0x2002, b"e" * 16, 9)) + rec(frag(0x0001, b"f" * 64, 9)) +
+    rec(frag(0x0011, b"g" * 40, 10)))
+print("seeds written to", ROOT, file=sys.stderr)

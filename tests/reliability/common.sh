@@ -1,0 +1,45 @@
+# Shared set-up of faults.sh and load.sh (sourced, as root): the test user,
+# the tools, a scratch dir, and helpers that run the driver as that user.
+BUILD=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
+REL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$REL_DIR/../lib/common.sh"
+DRIVER=$BUILD/bin/rknp-rel-driver
+STREAM=$BUILD/bin/rknp-rel-stream
+for t in "$DRIVER" "$STREAM"; do
+    [ -x "$t" ] || { echo "missing $t (build first)"; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "run as root (namespaces and a test user)"; exit 1; }
+
+setup_test_user
+make_scratch
+chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
+cp "$REL_DIR"/*.py "$SCRATCH/" && chmod 0644 "$SCRATCH"/*.py
+touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"
+rel_state() { find /tmp -maxdepth 1 -name 'rknp-rel.*' | sort; }
+STATE_BEFORE=$(rel_state)
+trap 'stop_background; rm -rf "$SCRATCH"' EXIT
+
+# serve PORT [server options]: a stream server on host 127.0.0.1.
+serve() {
+    local port=$1
+    shift
+    rm -f "$SCRATCH/ready.$port"
+    "$STREAM" serve 127.0.0.1 "$port" --ready-file "$SCRATCH/ready.$port" "$@" \
+        2>>"$SCRATCH/server.log" &
+    BG_PIDS+=($!)
+    for _ in $(seq 100); do [ -e "$SCRATCH/ready.$port" ] && return 0; sleep 0.05; done
+    echo "stream server on $port did not start"
+    return 1
+}
+
+# drive [driver options] -- COMMAND: the driver as the test user; its
+# checks (threads, fds, exit status) decide. Output goes to the caller.
+drive() {
+    as_user "$DRIVER" --log "$SCRATCH/plugin.log" "$@"
+}
+
+no_leftovers() {
+    ! pgrep -u "$RKNP_TEST_USER" -x rknp-rel-driver >/dev/null &&
+        ! pgrep -u "$RKNP_TEST_USER" -x rknp-rel-stream >/dev/null &&
+        [ "$(rel_state)" = "$STATE_BEFORE" ]
+}

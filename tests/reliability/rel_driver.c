@@ -1,0 +1,354 @@
+/*
+ * rknp-rel-driver: the parent side of rootlesskit on the public ABI, with
+ * fault injection and leak checks for the reliability tests. Like
+ * rknp-harness it runs COMMAND as root of a new user+net namespace whose
+ * network the plugin provides; in addition it
+ *   - records this process's open fds and threads before rknp_parent_new
+ *     and requires exactly those after rknp_parent_close + _free (no stack
+ *     thread, socket, eventfd or tap fd left);
+ *   - after a normal exit of COMMAND, requires the fds to return to the
+ *     set right after the tap was attached (no host socket left open by
+ *     finished connections) within --settle-ms;
+ *   - --kill-child-after BYTES: SIGKILLs COMMAND once that many bytes
+ *     crossed the stack; --close-after BYTES: closes the parent instead,
+ *     with COMMAND's connections still active;
+ *   - --hold FILE: prints the hand-over socket path and waits for FILE to
+ *     exist before letting the child hand over (foreign peers go first);
+ *   - --expect-refused N: requires N refused hand-overs in the stats.
+ * SIGPIPE keeps its default action: libslirp writing to a reset socket
+ * must not kill the host process.
+ * Exit: 0 when every check passed, 1 otherwise, 2 on usage/setup errors.
+ *
+ * usage: rknp-rel-driver [--log FILE] [--kill-child-after N]
+ *        [--close-after N] [--settle-ms MS] [--hold FILE]
+ *        [--expect-refused N] [--expect-exit CODE|killed|any]
+ *        [--child-timeout SEC] -- COMMAND [ARGS...]
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rknp.h"
+
+static FILE *log_file;
+static int failures;
+
+static void log_line(void *user, int32_t level, const char *msg) {
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    (void)user;
+    fprintf(log_file, "rknp %s: %s\n", level >= 0 && level <= 3 ? names[level] : "?", msg);
+    fflush(log_file);
+}
+
+static void fail(const char *fmt, const char *detail) {
+    fprintf(stderr, "rknp-rel-driver: FAIL ");
+    fprintf(stderr, fmt, detail);
+    fprintf(stderr, "\n");
+    failures++;
+}
+
+static void check(rknp_status st, rknp_error *err, const char *what) {
+    if (st == RKNP_OK) return;
+    fprintf(stderr, "rknp-rel-driver: %s: %s\n", what, rknp_error_message(err));
+    exit(2);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* "fd -> target" lines of /proc/self/fd, excluding the directory's own fd. */
+static char *fd_snapshot(void) {
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    DIR *d = opendir("/proc/self/fd");
+    if (out == NULL || d == NULL) exit(2);
+    out[0] = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
+        char path[300], target[256] = "";
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n > 0) target[n] = 0;
+        if (len + strlen(e->d_name) + strlen(target) + 8 > cap) out = realloc(out, cap *= 2);
+        len += (size_t)sprintf(out + len, "%s -> %s\n", e->d_name, target);
+    }
+    closedir(d);
+    return out;
+}
+
+static int fd_count(const char *snap) {
+    int n = 0;
+    for (; *snap; snap++) n += *snap == '\n';
+    return n;
+}
+
+/* Lines of now that are not in base, or "" if none. */
+static char *extra_lines(const char *now, const char *base) {
+    char *out = calloc(1, strlen(now) + 1), *o = out;
+    for (const char *l = now; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = (size_t)(e - l) + 1;
+        int found = 0;
+        for (const char *b = base; *b && !found;) {
+            const char *be = strchr(b, '\n');
+            found = (size_t)(be - b) + 1 == n && memcmp(b, l, n) == 0;
+            b = be + 1;
+        }
+        if (!found) { memcpy(o, l, n); o += n; }
+        l = e + 1;
+    }
+    return out;
+}
+
+/* A running parent with its tap holds exactly the tap and its eventfd. */
+static int only_tap_and_eventfd(const char *extra) {
+    return fd_count(extra) == 2 && strstr(extra, "-> /dev/net/tun\n") &&
+           strstr(extra, "-> anon_inode:[eventfd]\n");
+}
+
+static int thread_count(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL) exit(2);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) _exit(3);
+    close(fd);
+}
+
+static int read_full(int fd, void *buf, size_t len) {
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void run_child(int from_parent, int to_parent, char **argv) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char map[64];
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) _exit(3);
+    write_file("/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+    write_file("/proc/self/uid_map", map);
+    snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+    write_file("/proc/self/gid_map", map);
+    if (write(to_parent, "R", 1) != 1) _exit(3);
+    uint32_t count = 0, len = 0;
+    if (read_full(from_parent, &count, 4) || read_full(from_parent, &len, 4)) _exit(3);
+    char *blob = malloc(len + 1);
+    rknp_kv *kv = calloc(count + 1, sizeof *kv);
+    if (blob == NULL || kv == NULL || read_full(from_parent, blob, len)) _exit(3);
+    char *p = blob;
+    for (uint32_t i = 0; i < count; i++) {
+        kv[i].key = p;
+        p += strlen(p) + 1;
+        kv[i].value = p;
+        p += strlen(p) + 1;
+    }
+    rknp_child_options opts;
+    rknp_child_options_init(&opts, sizeof opts);
+    opts.log_fn = log_line;
+    rknp_error *err = NULL;
+    if (rknp_child_configure(kv, count, &opts, NULL, 0, &err) != RKNP_OK) {
+        fprintf(stderr, "rknp-rel-driver: child side: %s\n", rknp_error_message(err));
+        _exit(3);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+}
+
+static uint64_t traffic(rknp_parent *p, rknp_stats *s) {
+    s->struct_size = sizeof *s;
+    if (rknp_parent_stats(p, s, NULL) != RKNP_OK) return 0;
+    return s->bytes_from_tap + s->bytes_to_tap;
+}
+
+int main(int argc, char **argv) {
+    unsigned long long kill_after = 0, close_after = 0;
+    int settle_ms = 15000, child_timeout = 120, expect_refused = -1, i;
+    const char *hold = NULL, *expect_exit = "0";
+    log_file = stderr;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--")) { i++; break; }
+        if (v == NULL) { fprintf(stderr, "%s needs a value\n", a); return 2; }
+        i++;
+        if (!strcmp(a, "--kill-child-after")) kill_after = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--close-after")) close_after = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--settle-ms")) settle_ms = atoi(v);
+        else if (!strcmp(a, "--child-timeout")) child_timeout = atoi(v);
+        else if (!strcmp(a, "--hold")) hold = v;
+        else if (!strcmp(a, "--expect-refused")) expect_refused = atoi(v);
+        else if (!strcmp(a, "--expect-exit")) expect_exit = v;
+        else if (!strcmp(a, "--log")) {
+            if ((log_file = fopen(v, "a")) == NULL) { perror(v); return 2; }
+        } else { fprintf(stderr, "unknown option %s\n", a); return 2; }
+    }
+    if (i >= argc) { fprintf(stderr, "usage: rknp-rel-driver [options] -- COMMAND\n"); return 2; }
+
+    /* Whatever the caller ignored: a SIGPIPE raised inside the library
+     * must kill this process, so the test sees it. */
+    signal(SIGPIPE, SIG_DFL);
+    /* Baseline before the library allocates anything. log_file stays open. */
+    char *before = fd_snapshot();
+    int threads_before = thread_count();
+    rknp_config cfg;
+    rknp_config_init(&cfg, sizeof cfg);
+    cfg.log_fn = log_line;
+    rknp_parent *parent = NULL;
+    rknp_error *err = NULL;
+    check(rknp_parent_new(&cfg, &parent, &err), err, "config");
+
+    char state_dir[] = "/tmp/rknp-rel.XXXXXX";
+    if (mkdtemp(state_dir) == NULL) return 2;
+    int down[2], up[2];
+    if (pipe2(down, O_CLOEXEC) < 0 || pipe2(up, O_CLOEXEC) < 0) return 2;
+    pid_t pid = fork();
+    if (pid < 0) return 2;
+    if (pid == 0) run_child(down[0], up[1], argv + i);
+    close(down[0]);
+    close(up[1]);
+    char ready;
+    if (read(up[0], &ready, 1) != 1) { fprintf(stderr, "child died\n"); return 2; }
+    check(rknp_parent_start(parent, state_dir, pid, &err), err, "start");
+    if (hold != NULL) {
+        printf("socket %s/rknp.sock\n", state_dir);
+        fflush(stdout);
+        while (access(hold, F_OK) != 0) sleep_ms(20);
+    }
+    uint32_t count = rknp_parent_opaque_count(parent), len = 0;
+    char *blob = NULL;
+    for (uint32_t k = 0; k < count; k++) {
+        const char *key, *value;
+        check(rknp_parent_opaque_get(parent, k, &key, &value, &err), err, "opaque");
+        size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
+        blob = realloc(blob, len + kl + vl);
+        memcpy(blob + len, key, kl);
+        memcpy(blob + len + kl, value, vl);
+        len += (uint32_t)(kl + vl);
+    }
+    if (write(down[1], &count, 4) != 4 || write(down[1], &len, 4) != 4 ||
+        write(down[1], blob, len) != (ssize_t)len) return 2;
+    free(blob);
+    close(down[1]);
+    close(up[0]);
+
+    rknp_stats st;
+    double t0 = now_s();
+    while (traffic(parent, &st), !st.tap_attached && now_s() - t0 < 15) sleep_ms(5);
+    if (!st.tap_attached) fail("%s", "the tap was never attached");
+    char *attached = fd_snapshot();
+
+    /* Wait for the command, injecting the fault once the traffic is there. */
+    int status = 0, exited = 0, closed = 0, killed = 0;
+    while (!exited) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) { exited = 1; break; }
+        uint64_t bytes = traffic(parent, &st);
+        if (kill_after && !killed && bytes >= kill_after) {
+            fprintf(stderr, "rknp-rel-driver: killing the child after %llu bytes\n",
+                    (unsigned long long)bytes);
+            kill(pid, SIGKILL);
+            killed = 1;
+        }
+        if (close_after && !closed && bytes >= close_after) {
+            fprintf(stderr, "rknp-rel-driver: closing the parent after %llu bytes\n",
+                    (unsigned long long)bytes);
+            rknp_parent_close(parent);
+            closed = 1;
+        }
+        if (now_s() - t0 > child_timeout) {
+            fail("%s", "the command did not finish in time; killing it");
+            kill(pid, SIGKILL);
+            killed = 1;
+            child_timeout += 30;
+        }
+        sleep_ms(10);
+    }
+    traffic(parent, &st);
+    fprintf(stderr, "rknp-rel-driver: stats from_tap=%llu/%lluB to_tap=%llu/%lluB dropped=%llu refused=%llu\n",
+            (unsigned long long)st.frames_from_tap, (unsigned long long)st.bytes_from_tap,
+            (unsigned long long)st.frames_to_tap, (unsigned long long)st.bytes_to_tap,
+            (unsigned long long)st.frames_dropped, (unsigned long long)st.handovers_refused);
+    char got[32];
+    if (WIFEXITED(status)) snprintf(got, sizeof got, "%d", WEXITSTATUS(status));
+    else snprintf(got, sizeof got, "killed");
+    fprintf(stderr, "rknp-rel-driver: command exit %s\n", got);
+    if (strcmp(expect_exit, "any") != 0 && strcmp(expect_exit, got) != 0)
+        fail("command exit status %s is unexpected", got);
+    if (expect_refused >= 0 && st.handovers_refused != (uint64_t)expect_refused)
+        fail("%s", "wrong number of refused hand-overs");
+
+    /* Finished connections must not leave host sockets behind. */
+    if (!closed && !killed) {
+        char *extra = extra_lines(attached, before);
+        double t1 = now_s();
+        while (!only_tap_and_eventfd(extra) && (now_s() - t1) * 1000 < settle_ms) {
+            free(extra);
+            sleep_ms(50);
+            char *now = fd_snapshot();
+            extra = extra_lines(now, before);
+            free(now);
+        }
+        if (!only_tap_and_eventfd(extra)) {
+            fprintf(stderr, "fds of the library (want the tap and an eventfd):\n%s", extra);
+            fail("%s", "fd growth after the connections finished");
+        } else {
+            fprintf(stderr, "rknp-rel-driver: library fds back to tap + eventfd after %.1fs\n",
+                    now_s() - t1);
+        }
+        free(extra);
+    }
+    rknp_parent_close(parent);
+    rknp_parent_free(parent);
+    rmdir(state_dir);
+    char *after = fd_snapshot();
+    int threads_after = thread_count();
+    if (threads_after != threads_before) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", threads_after);
+        fail("%s threads left after close (want the caller's only)", n);
+    }
+    if (strcmp(before, after) != 0) {
+        fprintf(stderr, "fds before new:\n%sfds after free:\n%s", before, after);
+        fail("%s", "fds left after close");
+    }
+    if (failures == 0) fprintf(stderr, "rknp-rel-driver: clean: %d thread(s), %d fd(s) as before\n",
+                               threads_after, fd_count(after));
+    free(before);
+    free(after);
+    free(attached);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,387 @@
+// ABI misuse and hostile hand-over peers, through the public library only
+// (what tests/abi/test_abi.cpp does not cover): wrong versions and struct
+// sizes, NULL out-parameters, use after close, free while running, close
+// racing with other calls, thread/fd leaks over many lifecycles, and
+// malformed hand-overs from a peer that passes the credential check.
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../unit/temp_dir.hpp"
+#include "rknp.h"
+
+namespace {
+
+int count_dir(const char *path) {
+    int n = 0;
+    DIR *d = opendir(path);
+    REQUIRE(d != nullptr);
+    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - (std::strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);
+}
+int threads() { return count_dir("/proc/self/task"); }
+int fds() { return count_dir("/proc/self/fd"); }
+
+struct Logs {
+    std::mutex mu;
+    std::vector<std::string> lines;
+    static void fn(void *u, int32_t, const char *msg) {
+        auto *self = static_cast<Logs *>(u);
+        std::lock_guard lock(self->mu);
+        self->lines.emplace_back(msg);
+    }
+    bool has(const std::string &part) {
+        std::lock_guard lock(mu);
+        for (auto &l : lines)
+            if (l.find(part) != std::string::npos) return true;
+        return false;
+    }
+};
+
+rknp_config config(Logs *logs = nullptr) {
+    rknp_config c;
+    REQUIRE(rknp_config_init(&c, sizeof c) == RKNP_OK);
+    if (logs != nullptr) {
+        c.log_fn = Logs::fn;
+        c.log_user_data = logs;
+    }
+    return c;
+}
+
+rknp_parent *started(const TempDir &dir, pid_t child, Logs *logs = nullptr) {
+    auto c = config(logs);
+    rknp_parent *p = nullptr;
+    REQUIRE(rknp_parent_new(&c, &p, nullptr) == RKNP_OK);
+    REQUIRE(rknp_parent_start(p, dir.path().c_str(), child, nullptr) == RKNP_OK);
+    return p;
+}
+
+// A hand-over peer: connects, sends msg with fds, returns the reply.
+std::string hand_over(const std::string &sock, const void *msg, size_t len,
+                      const std::vector<int> &fds_to_send) {
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, sock.c_str());
+    REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)] = {};
+    iovec iov{const_cast<void *>(msg), len};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (!fds_to_send.empty()) {
+        mh.msg_control = control;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds_to_send.size());
+        cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds_to_send.size());
+        std::memcpy(CMSG_DATA(c), fds_to_send.data(), sizeof(int) * fds_to_send.size());
+    }
+    if (len > 0 || !fds_to_send.empty()) (void)sendmsg(s, &mh, MSG_NOSIGNAL);
+    pollfd pf{s, POLLIN, 0};
+    std::string reply;
+    if (poll(&pf, 1, 5000) == 1) {
+        char buf[512];
+        ssize_t n = recv(s, buf, sizeof buf, 0);
+        if (n > 10) reply.assign(buf + 10, size_t(n - 10)); // skip magic, status, len
+    }
+    close(s);
+    return reply;
+}
+
+std::vector<uint8_t> hello(const char *name) {
+    std::vector<uint8_t> h(24, 0);
+    std::memcpy(h.data(), "RKNH", 4);
+    h[4] = 1; // version 1, little-endian
+    std::memcpy(h.data() + 8, name, std::strlen(name));
+    return h;
+}
+
+} // namespace
+
+TEST_CASE("wrong ABI majors and a dlopen'ed table") {
+    void *h = dlopen(RKNP_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h != nullptr);
+    auto get = reinterpret_cast<rknp_get_api_fn>(dlsym(h, RKNP_GET_API_SYMBOL));
+    REQUIRE(bool(get));
+    for (uint32_t major : {0u, 2u, 0xffffu, 0x10000u, 0xffffffffu})
+        CHECK(get(major) == static_cast<const void *>(nullptr));
+    auto *api = static_cast<const rknp_api_v1 *>(get(1));
+    REQUIRE(api != nullptr);
+    CHECK(api->abi_major == 1);
+    CHECK(api->struct_size >= offsetof(rknp_api_v1, parent_list_forwards) + sizeof(void *));
+    CHECK((api->abi_version() >> 16) == 1u);
+    // Every v1 slot is filled.
+    const void *const *slot = reinterpret_cast<const void *const *>(&api->error_code);
+    const void *const *end = reinterpret_cast<const void *const *>(
+        reinterpret_cast<const char *>(api) + api->struct_size);
+    for (; slot < end; ++slot) CHECK(*slot != nullptr);
+    dlclose(h);
+}
+
+TEST_CASE("struct sizes: too small is refused, larger (a newer caller) is accepted") {
+    rknp_config c = config();
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    c.struct_size = 8; // a caller that skipped rknp_config_init
+    CHECK(rknp_parent_new(&c, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(p == nullptr);
+    CHECK(std::string(rknp_error_message(err)).find("struct_size") != std::string::npos);
+    rknp_error_free(err);
+    // A newer header's larger struct, its tail zeroed: v1 fields used.
+    struct {
+        rknp_config v1;
+        uint64_t future[4];
+    } big{};
+    REQUIRE(rknp_config_init(&big.v1, sizeof big) == RKNP_OK);
+    CHECK(big.v1.struct_size == sizeof(rknp_config));
+    big.v1.struct_size = sizeof big;
+    REQUIRE(rknp_parent_new(&big.v1, &p, nullptr) == RKNP_OK);
+    rknp_stats st{};
+    st.struct_size = 8;
+    CHECK(rknp_parent_stats(p, &st, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_forward_info info[1];
+    info[0].struct_size = 4;
+    uint32_t count = 0;
+    CHECK(rknp_parent_list_forwards(p, info, 1, &count, nullptr) == RKNP_OK); // none
+    rknp_forward f;
+    CHECK(rknp_forward_init(&f, 4) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_forward_init(nullptr, sizeof f) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("NULL out-parameters are errors, with or without an err pointer") {
+    rknp_config c = config();
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(&c, nullptr, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_error_free(err);
+    rknp_parent *p = nullptr;
+    REQUIRE(rknp_parent_new(&c, &p, nullptr) == RKNP_OK);
+    CHECK(rknp_parent_start(p, nullptr, 1, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_network(p, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_stats(p, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    const char *k = nullptr;
+    CHECK(rknp_parent_opaque_get(p, 0, &k, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_list_forwards(p, nullptr, 0, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_list_forwards(p, nullptr, 3, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_forward f;
+    REQUIRE(rknp_forward_init(&f, sizeof f) == RKNP_OK);
+    CHECK(rknp_parent_add_forward(p, &f, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_add_forward(p, nullptr, nullptr, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(rknp_parent_remove_forward(nullptr, 1, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_kv bad[] = {{"rknp.socket", nullptr}};
+    CHECK(rknp_child_configure(bad, 1, nullptr, nullptr, 0, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_child_options o{};
+    o.struct_size = 4;
+    rknp_kv ok[] = {{"rknp.ifname", "tap0"}};
+    CHECK(rknp_child_configure(ok, 1, &o, nullptr, 0, nullptr) == RKNP_ERR_INVALID_ARGUMENT);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("queries stay valid after close; requests fail with STATE") {
+    TempDir dir;
+    rknp_parent *p = started(dir, 12345);
+    uint32_t n = rknp_parent_opaque_count(p);
+    REQUIRE(n > 0);
+    const char *k0, *v0;
+    REQUIRE(rknp_parent_opaque_get(p, 0, &k0, &v0, nullptr) == RKNP_OK);
+    rknp_parent_close(p);
+    rknp_parent_close(p);
+    const char *k1, *v1;
+    REQUIRE(rknp_parent_opaque_get(p, 0, &k1, &v1, nullptr) == RKNP_OK);
+    CHECK(k0 == k1); // same storage, valid until free
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    CHECK(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    CHECK(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+    rknp_forward f;
+    rknp_forward_init(&f, sizeof f);
+    f.host_addr = "127.0.0.1";
+    f.host_port = 1;
+    f.guest_port = 1;
+    uint32_t id;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_add_forward(p, &f, &id, &err) == RKNP_ERR_STATE);
+    rknp_error_free(err);
+    CHECK(rknp_parent_remove_forward(p, 1, nullptr) != RKNP_OK);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("free while running joins the stack thread; no thread or fd leaks over cycles") {
+    int t0 = threads(), f0 = fds();
+    for (int i = 0; i < 40; ++i) {
+        TempDir dir;
+        rknp_parent *p = started(dir, 12345);
+        CHECK(threads() == t0 + 1);
+        if (i % 2 == 0) rknp_parent_close(p);
+        rknp_parent_free(p); // odd rounds: free a running parent
+    }
+    CHECK(threads() == t0);
+    CHECK(fds() == f0);
+}
+
+TEST_CASE("close from one thread while others query and add forwards") {
+    TempDir dir;
+    int t0 = threads();
+    rknp_parent *p = started(dir, 12345);
+    std::atomic<bool> go{true};
+    std::vector<std::thread> users;
+    for (int t = 0; t < 4; ++t)
+        users.emplace_back([&] {
+            while (go.load()) {
+                rknp_stats st{};
+                st.struct_size = sizeof st;
+                CHECK(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+                uint32_t count;
+                CHECK(rknp_parent_list_forwards(p, nullptr, 0, &count, nullptr) == RKNP_OK);
+                // Port 1 as non-root: the bind fails on the stack thread
+                // (SYSTEM) while running, STATE once closed; never OK.
+                rknp_forward f;
+                rknp_forward_init(&f, sizeof f);
+                f.host_addr = "127.0.0.1";
+                f.host_port = 1;
+                f.guest_port = 80;
+                uint32_t id;
+                rknp_status s = rknp_parent_add_forward(p, &f, &id, nullptr);
+                if (s == RKNP_OK) rknp_parent_remove_forward(p, id, nullptr);
+            }
+        });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::thread closer([&] { rknp_parent_close(p); });
+    closer.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    go.store(false);
+    for (auto &u : users) u.join();
+    CHECK(threads() == t0); // the stack thread is gone after close
+    rknp_parent_free(p);
+}
+
+TEST_CASE("after close, adding a forward that existed is STATE, not a duplicate") {
+    TempDir dir;
+    rknp_parent *p = started(dir, 12345);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    REQUIRE(getsockname(s, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+    close(s); // a free loopback port
+    rknp_forward f;
+    rknp_forward_init(&f, sizeof f);
+    f.host_addr = "127.0.0.1";
+    f.host_port = ntohs(a.sin_port);
+    f.guest_port = 80;
+    uint32_t id;
+    REQUIRE(rknp_parent_add_forward(p, &f, &id, nullptr) == RKNP_OK);
+    rknp_parent_close(p);
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_add_forward(p, &f, &id, &err) == RKNP_ERR_STATE);
+    rknp_error_free(err);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a peer that passes the credential check but sends garbage is refused") {
+    TempDir dir;
+    Logs logs;
+    // child_pid is our own pid: our connections pass SO_PEERCRED.
+    rknp_parent *p = started(dir, getpid(), &logs);
+    std::string sock = dir.path() + "/rknp.sock";
+    int f0 = fds();
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    auto h = hello("tap0");
+
+    CHECK(hand_over(sock, h.data(), h.size(), {}).find("no file descriptor") !=
+          std::string::npos);
+    CHECK(hand_over(sock, h.data(), h.size(), {devnull}).find("not a tun/tap") !=
+          std::string::npos);
+    int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC); // not attached to a device
+    if (tun >= 0) {
+        CHECK(hand_over(sock, h.data(), h.size(), {tun}).find("not a tun/tap") !=
+              std::string::npos);
+        close(tun);
+    }
+    // More fds than the parent takes: the surplus is closed, not leaked.
+    std::vector<int> many(8, devnull);
+    CHECK(!hand_over(sock, h.data(), h.size(), many).empty());
+    std::vector<uint8_t> junk(200, 0xAB);
+    CHECK(hand_over(sock, junk.data(), junk.size(), {devnull}).find("truncated") !=
+          std::string::npos);
+    auto bad = h;
+    bad[0] = 'X';
+    CHECK(hand_over(sock, bad.data(), bad.size(), {devnull}).find("bad magic") !=
+          std::string::npos);
+    auto unterminated = h;
+    std::memset(unterminated.data() + 8, 'a', 16);
+    CHECK(hand_over(sock, unterminated.data(), unterminated.size(), {devnull})
+              .find("not terminated") != std::string::npos);
+    // A peer that connects and hangs up without a word.
+    CHECK(hand_over(sock, nullptr, 0, {}).size() < 200);
+    close(devnull);
+
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+    CHECK(st.tap_attached == 0);
+    CHECK(logs.has("hand-over: the fd is not a tun/tap device"));
+    // The stack thread closes a refused fd just after replying.
+    for (int i = 0; i < 100 && fds() != f0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(fds() == f0); // every fd the parent received was closed
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a hand-over from another process is refused and logged; the socket keeps working") {
+    TempDir dir;
+    Logs logs;
+    rknp_parent *p = started(dir, getpid(), &logs);
+    std::string sock = dir.path() + "/rknp.sock";
+    pid_t other = fork();
+    if (other == 0) {
+        // Not the child: refused at accept with PERMISSION, whatever it sends.
+        int devnull = open("/dev/null", O_RDONLY);
+        auto h = hello("tap0");
+        std::string r = hand_over(sock, h.data(), h.size(), {devnull});
+        _exit(r.find("hand-over refused: peer pid") != std::string::npos ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(other, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+        if (st.handovers_refused == 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(st.handovers_refused == 1);
+    CHECK(logs.has("hand-over refused: peer pid " + std::to_string(other)));
+    // The real child (us) is still heard.
+    auto h = hello("tap0");
+    CHECK(hand_over(sock, h.data(), h.size(), {}).find("no file descriptor") !=
+          std::string::npos);
+    rknp_parent_free(p);
+}
