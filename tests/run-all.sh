@@ -11,6 +11,12 @@ source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
 build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
+echo "== sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"
+for preset in asan tsan; do
+    (cd "$ROOT" && cmake --preset "$preset" >/dev/null &&
+        cmake --build --preset "$preset" >/dev/null &&
+        ctest --preset "$preset")
+done
 echo "== valgrind: no leak from the library"
 "$ROOT/tests/reliability/valgrind.sh" "$BUILD"
 echo "== fuzzing: every target for a bounded time (clang, build-fuzz/)"
