@@ -1,6 +1,7 @@
 package rknp
 
 import (
+	"github.com/rknp/rknp/go-bindings/internal/testplugin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,23 +10,7 @@ import (
 	"testing"
 )
 
-// pluginPath finds the built library: $RKNP_PLUGIN, else the build tree.
-// It skips only when neither is available, so CI (which sets RKNP_PLUGIN)
-// never skips silently.
-func pluginPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RKNP_PLUGIN"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../../build/lib/librknp.so.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("RKNP_PLUGIN unset and %s missing", p)
-	}
-	return p
-}
+func pluginPath(t *testing.T) string { return testplugin.Path(t) }
 
 func openPlugin(t *testing.T) *Library {
 	t.Helper()

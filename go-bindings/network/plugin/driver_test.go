@@ -3,25 +3,15 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"github.com/rknp/rknp/go-bindings/internal/testplugin"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
 
-func pluginPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RKNP_PLUGIN"); p != "" {
-		return p
-	}
-	p, _ := filepath.Abs("../../../build/lib/librknp.so.1")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("RKNP_PLUGIN unset and %s missing", p)
-	}
-	return p
-}
+func pluginPath(t *testing.T) string { return testplugin.Path(t) }
 
 func TestParentDriver(t *testing.T) {
 	d, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t), Config: rknp.Config{MTU: 1500, IPv6: true}})

@@ -3,9 +3,9 @@ package plugin
 import (
 	"context"
 	"errors"
+	"github.com/rknp/rknp/go-bindings/internal/testplugin"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,17 +18,7 @@ import (
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
 
-func pluginPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RKNP_PLUGIN"); p != "" {
-		return p
-	}
-	p, _ := filepath.Abs("../../../build/lib/librknp.so.1")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("RKNP_PLUGIN unset and %s missing", p)
-	}
-	return p
-}
+func pluginPath(t *testing.T) string { return testplugin.Path(t) }
 
 // liveDriver is the port driver on a started plugin network driver (the
 // stack runs without a child: host sockets are bound, nothing is
