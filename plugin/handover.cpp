@@ -68,6 +68,45 @@ void send_reply(int conn, rknp_status status, const std::string &message) {
     (void)::send(conn, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+// Keeps the first fd a message carried in keep (if keep is empty) and
+// closes the rest.
+void take_fds(msghdr &mh, UniqueFd &keep) {
+    for (cmsghdr *c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (!keep) keep.reset(fd);
+            else ::close(fd);
+        }
+    }
+}
+
+// Replies, then makes sure the reply reaches the peer: closing a unix socket
+// with unread messages resets the peer, which then never reads the reply.
+// SHUT_RD makes the peer's further sends fail with EPIPE; what it already
+// sent is read and dropped (SCM_RIGHTS fds included).
+void reply_and_drain(int conn, rknp_status status, const std::string &message) {
+    send_reply(conn, status, message);
+    (void)::shutdown(conn, SHUT_RD);
+    for (;;) {
+        uint8_t buf[256];
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+        iovec iov{buf, sizeof buf};
+        msghdr mh{};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = control;
+        mh.msg_controllen = sizeof control;
+        ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        UniqueFd none;
+        take_fds(mh, none);
+    }
+}
+
 // Receives the Hello and at most one fd; extra fds are closed.
 std::string receive_hello(int conn, UniqueFd &fd_out) {
     uint8_t buf[kHelloSize + 1];
@@ -80,16 +119,7 @@ std::string receive_hello(int conn, UniqueFd &fd_out) {
     mh.msg_controllen = sizeof control;
     ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0) throw_errno("hand-over: recvmsg");
-    for (cmsghdr *c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; ++i) {
-            int fd;
-            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (!fd_out) fd_out.reset(fd);
-            else ::close(fd);
-        }
-    }
+    take_fds(mh, fd_out);
     if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
         protocol("message or control data truncated");
     return decode_hello({buf, size_t(n)});
@@ -197,7 +227,7 @@ void accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
                           std::to_string(cred.uid) + " is not the child (pid " +
                           std::to_string(expected_pid) + " uid " +
                           std::to_string(expected_uid) + ")";
-        send_reply(conn.get(), RKNP_ERR_PERMISSION, why);
+        reply_and_drain(conn.get(), RKNP_ERR_PERMISSION, why);
         throw Error(RKNP_ERR_PERMISSION, why);
     }
     try {
@@ -209,7 +239,7 @@ void accept_tap(int listen_fd, pid_t expected_pid, uid_t expected_uid,
         adopt(std::move(a));
         send_reply(conn.get(), RKNP_OK, "");
     } catch (const Error &e) {
-        send_reply(conn.get(), e.code(), e.what());
+        reply_and_drain(conn.get(), e.code(), e.what());
         throw;
     }
 }
@@ -242,10 +272,6 @@ void send_tap(const std::string &path, int tap_fd, const std::string &ifname,
     wait_readable(s.get(), timeout_ms, "the parent's acknowledgement");
     uint8_t buf[kReplyMax];
     ssize_t n = ::recv(s.get(), buf, sizeof buf, 0);
-    // A refusing parent closes with our hello unread: the first recv
-    // reports ECONNRESET, the next one returns the queued reply.
-    if (n < 0 && errno == ECONNRESET)
-        n = ::recv(s.get(), buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0) throw_errno("hand-over: recv");
     if (n == 0) protocol("the parent closed the connection without a reply");
     Reply r = decode_reply({buf, size_t(n)});

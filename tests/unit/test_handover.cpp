@@ -4,7 +4,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "error.hpp"
 #include "handover.hpp"
@@ -90,7 +92,9 @@ struct Exchange {
     rknp_status client_code = RKNP_OK;
 };
 
-Exchange exchange(pid_t expected_pid, int fd, const std::string &ifname) {
+// accept_delay_ms > 0 lets the client's hello be queued before the accept.
+Exchange exchange(pid_t expected_pid, int fd, const std::string &ifname,
+                  int accept_delay_ms = 0) {
     TempDir dir;
     std::string path = dir.path() + "/rknp.sock";
     UniqueFd listener = listen_socket(path);
@@ -98,6 +102,7 @@ Exchange exchange(pid_t expected_pid, int fd, const std::string &ifname) {
     auto server = std::async(std::launch::async, [&] {
         pollfd p{listener.get(), POLLIN, 0};
         ::poll(&p, 1, 5000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(accept_delay_ms));
         try {
             accept_tap(listener.get(), expected_pid, ::geteuid(), 2000,
                        [](Accepted &&) {});
@@ -126,6 +131,19 @@ TEST_CASE("a peer that is not the child is refused, and told so") {
           std::string::npos);
     CHECK(ex.client_code == RKNP_ERR_PERMISSION);
     CHECK(ex.client_error.find("parent refused the tap") != std::string::npos);
+}
+
+TEST_CASE("a refused peer whose hello was already queued still reads the refusal") {
+    // Closing a unix socket with unread messages resets the peer; the parent
+    // must drain before closing or the child sees ECONNRESET, not the reason.
+    UniqueFd fd(::eventfd(0, EFD_CLOEXEC));
+    for (int i = 0; i < 5; ++i) {
+        auto ex = exchange(::getpid() + 100000, fd.get(), "tap0", 50);
+        CHECK(ex.server_code == RKNP_ERR_PERMISSION);
+        CHECK(ex.client_code == RKNP_ERR_PERMISSION);
+        CHECK(ex.client_error.find("hand-over refused: peer pid") !=
+              std::string::npos);
+    }
 }
 
 TEST_CASE("the right peer handing over something that is not a tap is refused") {
