@@ -38,6 +38,7 @@ public:
     // Throws Error(RKNP_ERR_INVALID_ARGUMENT) for an unknown id.
     const ForwardSpec &at(uint32_t id) const;
     void erase(uint32_t id);
+    void clear() { fwds_.clear(); }
     const std::map<uint32_t, ForwardSpec> &all() const { return fwds_; }
 
 private:

@@ -96,6 +96,9 @@ void Parent::close() noexcept {
         // write to it.
         ::unlink(socket_path_.c_str());
         stats_.tap_attached.store(false);
+        // libslirp and its listening sockets are gone with the thread.
+        std::lock_guard fwd_lock(fwd_mu_);
+        fwds_.clear();
     }
     state_ = State::Closed;
 }
@@ -140,6 +143,8 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
 
 void Parent::remove_forward(uint32_t id) {
     std::lock_guard lock(fwd_mu_);
+    if (!started_.load() || stop_.load())
+        throw Error(RKNP_ERR_STATE, "parent is not running");
     ForwardSpec spec = fwds_.at(id);
     on_stack([&](StackLoop &loop) { loop.remove_forward(spec); });
     fwds_.erase(id);
@@ -147,6 +152,8 @@ void Parent::remove_forward(uint32_t id) {
 
 std::map<uint32_t, ForwardSpec> Parent::forwards() const {
     std::lock_guard lock(fwd_mu_);
+    // A stopping stack (closed from the log callback) forwards nothing.
+    if (stop_.load()) return {};
     return fwds_.all();
 }
 

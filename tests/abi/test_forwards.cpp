@@ -205,4 +205,10 @@ TEST_CASE("forwards need a running parent; many threads may add at once") {
     CHECK(count == 8);
     rknp_parent_close(r.p);
     CHECK(add_error(r.p, f, RKNP_ERR_STATE) == "parent is not running");
+    // Closing stopped every forward: none is listed, none can be removed.
+    REQUIRE(rknp_parent_list_forwards(r.p, nullptr, 0, &count, nullptr) == RKNP_OK);
+    CHECK(count == 0);
+    CHECK(rknp_parent_remove_forward(r.p, 1, nullptr) == RKNP_ERR_STATE);
+    // ... and their host ports are free again.
+    for (uint16_t port : ports) CHECK(!port_taken(SOCK_STREAM, port));
 }
