@@ -1,4 +1,5 @@
-// Internet checksum helpers (RFC 1071) for the frame path.
+// Internet checksum helpers (RFC 1071) and big-endian field access for the
+// frame path.
 #pragma once
 
 #include <cstddef>
@@ -10,5 +11,15 @@ namespace rknp {
 uint64_t csum_add(uint64_t sum, const uint8_t *data, size_t len);
 // Folds a sum to 16 bits (not complemented).
 uint16_t csum_fold(uint64_t sum);
+
+inline uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
+inline uint32_t be32(const uint8_t *p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
+           p[3];
+}
+inline void put_be16(uint8_t *p, uint16_t v) {
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
+}
 
 } // namespace rknp

@@ -12,15 +12,6 @@ constexpr size_t kEthLen = 14;
 constexpr size_t kMaxMerged = 65535 - 60; // IP total length limit, slack
 constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
 
-uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
-uint32_t be32(const uint8_t *p) {
-    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 |
-           p[3];
-}
-void put_be16(uint8_t *p, uint16_t v) {
-    p[0] = uint8_t(v >> 8);
-    p[1] = uint8_t(v);
-}
 
 } // namespace
 
@@ -45,10 +36,6 @@ std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
         if ((h.flags & kVnetNeedsCsum) && !complete_checksum(frame, h))
             return {};
     }
-    // MF set or a non-zero offset (the reserved bit alone is no fragment).
-    if (frame.size() >= kEthLen + 20 && be16(frame.data() + 12) == 0x0800 &&
-        (be16(frame.data() + kEthLen + 6) & 0x3fff) != 0)
-        return {};
     return frame;
 }
 

@@ -37,13 +37,8 @@ bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h);
 
 // A frame read from the tap, made ready for slirp_input: strips the vnet
 // header (if vnet) and completes a partial checksum. Returns the Ethernet
-// frame, or an empty span if the frame must be dropped: bogus offsets, or
-// an IPv4 fragment. Debian 12's libslirp 4.7.0 crashes the whole process in
-// ip_reass on fragment sequences (a trailing fragment first, and others
-// the fuzzer found even among in-order ones: tests/fuzz/README.md), so no
-// fragment reaches it. Cost: guest UDP datagrams larger than the MTU are
-// lost; at the default MTU 65520 no datagram needs fragmenting, and TCP
-// never fragments.
+// frame, or an empty span if the frame must be dropped (bogus offsets).
+// IPv4 fragments still need Ipv4Reassembler (reassembly.hpp).
 std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
 
 // Merges stack -> guest TCP segments. Frames are written through the sink

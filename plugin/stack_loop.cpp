@@ -229,12 +229,21 @@ void StackLoop::drain_tap() {
 }
 
 void StackLoop::input_frame(size_t n) {
-    auto frame = prepare_guest_frame({frame_.data(), n}, vnet_hdr_);
+    std::span<const uint8_t> frame =
+        prepare_guest_frame({frame_.data(), n}, vnet_hdr_);
     if (frame.empty()) {
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
-    Stats::add(stats_.frames_from_tap, 1);
+    uint32_t frames = 1;
+    if (is_ipv4_fragment(frame)) { // libslirp must never see one
+        auto o = reassembler_.add(frame, now_ns() / 1'000'000);
+        Stats::add(stats_.frames_dropped, o.dropped);
+        if (o.datagram.empty()) return;
+        frame = o.datagram;
+        frames = o.fragments;
+    }
+    Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
     slirp_input(slirp_, frame.data(), int(frame.size()));
 }

@@ -16,6 +16,7 @@
 #include "fd.hpp"
 #include "forwards.hpp"
 #include "offload.hpp"
+#include "reassembly.hpp"
 #include "stats.hpp"
 #include "task_queue.hpp"
 #include "timers.hpp"
@@ -63,6 +64,7 @@ private:
     UniqueFd tap_;
     bool vnet_hdr_ = false;
     Coalescer coalescer_;
+    Ipv4Reassembler reassembler_;
     Timers timers_;
     std::vector<pollfd> fds_;
     std::vector<uint8_t> frame_;

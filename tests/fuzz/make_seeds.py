@@ -182,7 +182,7 @@ seq_frames = b"".join(rec(eth(GUEST_MAC, 0x0800, ipv4(6, GW4, G4, tcp(GW4, G4, 8
                       for i in range(6))
 put("frames", "mergeable", bytes([9]) + seq_frames)
 # IPv4 fragments: in order, out of order, overlapping, a lone trailing one
-# (prepare_guest_frame drops them all; see plugin/offload.hpp).
+# (Ipv4Reassembler: plugin/reassembly.hpp).
 def frag(off_field, payload, ident=7):
     h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, off_field,
                     64, 17, 0, G4, GW4)
@@ -195,4 +195,11 @@ put("frames", "fragments", bytes([0]) + rec(arp) +
     rec(frag(0x0004, b"c" * 16, 8)) + rec(frag(0x2000, b"d" * 16, 8)) +
     rec(frag(0x2002, b"e" * 16, 9)) + rec(frag(0x0001, b"f" * 64, 9)) +
     rec(frag(0x0011, b"g" * 40, 10)))
+# A UDP datagram of 3000 bytes to the gateway's port 9 in three fragments,
+# last first: reassembled, it reaches libslirp as one datagram.
+dgram = udp(G4, GW4, 40001, 9, bytes(range(256)) * 11 + b"u" * (3000 - 8 - 2816))
+put("frames", "fragments-udp", bytes([8]) + rec(arp) +
+    rec(frag(0x0000 | (2000 // 8), dgram[2000:], 11)) +
+    rec(frag(0x2000, dgram[:1000], 11)) +
+    rec(frag(0x2000 | (1000 // 8), dgram[1000:2000], 11), 0x11))
 print("seeds written to", ROOT, file=sys.stderr)

@@ -1,7 +1,7 @@
 // Fuzz target: the frame path from the tap into the stack, as
 // StackLoop::input_frame runs it: prepare_guest_frame (strips the
-// virtio-net header, completes a partial checksum, drops what libslirp must
-// not see), then slirp_input into a libslirp
+// virtio-net header, completes a partial checksum, drops bogus frames), IPv4
+// fragments through Ipv4Reassembler, then slirp_input into a libslirp
 // instance configured like stack_loop.cpp's; libslirp's replies go through
 // the Coalescer like stack -> guest frames do. Every raw frame is also fed
 // to a second Coalescer directly, whose output is checked for consistency.
@@ -22,6 +22,7 @@
 #include "fuzz_input.hpp"
 #include "net_isolation.hpp"
 #include "offload.hpp"
+#include "reassembly.hpp"
 #include "timers.hpp"
 
 using namespace rknp;
@@ -30,8 +31,6 @@ namespace {
 
 constexpr size_t kFrameBuffer = 65536 + 1024; // stack_loop.cpp's tap buffer
 constexpr size_t kMaxRecords = 64;
-
-uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
 
 // Accounts for what a Coalescer emits and checks every merged frame.
 struct OutputCheck {
@@ -84,6 +83,7 @@ struct Stack {
         to_guest.frame(h, f);
     }};
     bool vnet = false;
+    Ipv4Reassembler reassembler;
     Slirp *slirp = nullptr;
 
     static Stack &self(void *o) { return *static_cast<Stack *>(o); }
@@ -162,7 +162,12 @@ struct Stack {
 
     // StackLoop::input_frame on a frame of exactly the read size.
     void input(std::vector<uint8_t> &buf) {
-        auto frame = prepare_guest_frame(buf, vnet);
+        std::span<const uint8_t> frame = prepare_guest_frame(buf, vnet);
+        if (!frame.empty() && is_ipv4_fragment(frame)) {
+            frame = reassembler.add(frame, now_ns / 1'000'000).datagram;
+            if (!frame.empty())
+                fuzz::require(!is_ipv4_fragment(frame), "reassembled fragment");
+        }
         if (!frame.empty()) slirp_input(slirp, frame.data(), int(frame.size()));
     }
 };

@@ -15,106 +15,21 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rknp.h"
+#include "test_child.h"
 
 static FILE *log_file;
-
-static void log_line(void *user, int32_t level, const char *msg) {
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    (void)user;
-    fprintf(log_file, "rknp %s: %s\n",
-            level >= 0 && level <= 3 ? names[level] : "?", msg);
-    fflush(log_file);
-}
 
 static void die(const char *what, rknp_error *err) {
     fprintf(stderr, "rknp-harness: %s: %s\n", what, rknp_error_message(err));
     rknp_error_free(err);
     exit(2);
-}
-
-static void write_file(const char *path, const char *text) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-        fprintf(stderr, "rknp-harness: write %s: %s\n", path, strerror(errno));
-        _exit(3);
-    }
-    close(fd);
-}
-
-static void read_full(int fd, void *buf, size_t len) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n <= 0) {
-            fprintf(stderr, "rknp-harness: pipe closed\n");
-            _exit(3);
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Child: namespaces, then the child side, then the command. */
-static void run_child(int from_parent, int to_parent, const char *netns,
-                      char **argv) {
-    /* Die with the harness: no orphaned command keeps the netns alive. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(3);
-    if (netns == NULL) {
-        char map[64];
-        uid_t uid = getuid();
-        gid_t gid = getgid();
-        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
-            perror("rknp-harness: unshare");
-            _exit(3);
-        }
-        write_file("/proc/self/setgroups", "deny");
-        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-        write_file("/proc/self/uid_map", map);
-        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-        write_file("/proc/self/gid_map", map);
-    }
-    if (write(to_parent, "R", 1) != 1) _exit(3);
-
-    uint32_t count = 0, len = 0;
-    read_full(from_parent, &count, sizeof count);
-    read_full(from_parent, &len, sizeof len);
-    char *blob = malloc(len);
-    rknp_kv *kv = calloc(count ? count : 1, sizeof *kv);
-    if (blob == NULL || kv == NULL) _exit(3);
-    read_full(from_parent, blob, len);
-    char *p = blob;
-    for (uint32_t i = 0; i < count; i++) {
-        kv[i].key = p;
-        p += strlen(p) + 1;
-        kv[i].value = p;
-        p += strlen(p) + 1;
-    }
-
-    rknp_child_options opts;
-    rknp_child_options_init(&opts, sizeof opts);
-    opts.detached_netns_path = netns;
-    opts.log_fn = log_line;
-    char dev[16];
-    rknp_error *err = NULL;
-    if (rknp_child_configure(kv, count, &opts, dev, sizeof dev, &err) != RKNP_OK)
-        die("child side", err);
-    free(blob);
-    free(kv);
-    execvp(argv[0], argv);
-    perror("rknp-harness: exec");
-    _exit(127);
 }
 
 int main(int argc, char **argv) {
@@ -150,7 +65,8 @@ int main(int argc, char **argv) {
         } else { fprintf(stderr, "rknp-harness: unknown option %s\n", a); return 2; }
     }
     if (i >= argc) { fprintf(stderr, "usage: rknp-harness [options] -- COMMAND\n"); return 2; }
-    cfg.log_fn = log_line;
+    cfg.log_fn = test_log_line;
+    cfg.log_user_data = log_file;
 
     rknp_parent *parent = NULL;
     rknp_error *err = NULL;
@@ -158,16 +74,11 @@ int main(int argc, char **argv) {
 
     char state_dir[] = "/tmp/rknp-harness.XXXXXX";
     if (mkdtemp(state_dir) == NULL) { perror("mkdtemp"); return 2; }
-    int down[2], up[2];
-    if (pipe2(down, O_CLOEXEC) < 0 || pipe2(up, O_CLOEXEC) < 0) { perror("pipe"); return 2; }
-    pid_t pid = fork();
-    if (pid < 0) { perror("fork"); return 2; }
-    if (pid == 0) run_child(down[0], up[1], netns, argv + i);
-    close(down[0]);
-    close(up[1]);
-
-    char ready;
-    if (read(up[0], &ready, 1) != 1) { fprintf(stderr, "rknp-harness: child died\n"); return 2; }
+    test_child child;
+    if (test_child_spawn(&child, "rknp-harness", netns, argv + i, test_log_line,
+                         log_file) != 0)
+        return 2;
+    pid_t pid = child.pid;
     if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) die("start", err);
 
     for (int f = 0; f < nforwards; f++) {
@@ -186,21 +97,7 @@ int main(int argc, char **argv) {
         uint32_t id;
         if (rknp_parent_add_forward(parent, &fw, &id, &err) != RKNP_OK) die("forward", err);
     }
-    uint32_t count = rknp_parent_opaque_count(parent), len = 0;
-    char *blob = NULL;
-    for (uint32_t k = 0; k < count; k++) {
-        const char *key, *value;
-        if (rknp_parent_opaque_get(parent, k, &key, &value, &err) != RKNP_OK) die("opaque", err);
-        size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
-        blob = realloc(blob, len + kl + vl);
-        memcpy(blob + len, key, kl);
-        memcpy(blob + len + kl, value, vl);
-        len += (uint32_t)(kl + vl);
-    }
-    if (write(down[1], &count, sizeof count) != sizeof count ||
-        write(down[1], &len, sizeof len) != sizeof len ||
-        write(down[1], blob, len) != (ssize_t)len) { perror("write"); return 2; }
-    free(blob);
+    if (test_child_send_opaque(&child, "rknp-harness", parent) != 0) return 2;
 
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}

@@ -2,7 +2,7 @@
 # Fault tests (run as root; the plugin runs as the unprivileged test user):
 # the child killed mid-transfer, the parent closed with connections active,
 # host peers resetting connections, foreign hand-over peers, and the IPv4
-# fragment that crashed libslirp. rknp-rel-driver checks after each that no
+# fragments that crashed libslirp. rknp-rel-driver checks after each that no
 # thread, fd (socket, eventfd, tap) or state dir is left. Traffic goes only
 # to 127.0.0.1 (the host side) and the test's own namespaces.
 set -euo pipefail
@@ -71,7 +71,7 @@ fragment_case() {
     echo "$out"
     grep -q 'dropped=[1-9]' <<<"$out"
 }
-check "a lone IPv4 fragment from the guest is dropped, not a crash of the parent" fragment_case
+check "lone and contradicting IPv4 fragments from the guest are dropped, not a crash of the parent" fragment_case
 
 sleep 0.2
 check "no driver, client or state directory left behind" no_leftovers

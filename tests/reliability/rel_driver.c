@@ -28,28 +28,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rknp.h"
+#include "test_child.h"
 
 static FILE *log_file;
 static int failures;
-
-static void log_line(void *user, int32_t level, const char *msg) {
-    static const char *names[] = {"error", "warn", "info", "debug"};
-    (void)user;
-    fprintf(log_file, "rknp %s: %s\n", level >= 0 && level <= 3 ? names[level] : "?", msg);
-    fflush(log_file);
-}
 
 static void fail(const char *fmt, const char *detail) {
     fprintf(stderr, "rknp-rel-driver: FAIL ");
@@ -136,59 +128,6 @@ static int thread_count(void) {
     return n;
 }
 
-static void write_file(const char *path, const char *text) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) _exit(3);
-    close(fd);
-}
-
-static int read_full(int fd, void *buf, size_t len) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n <= 0) return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static void run_child(int from_parent, int to_parent, char **argv) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    char map[64];
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) _exit(3);
-    write_file("/proc/self/setgroups", "deny");
-    snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-    write_file("/proc/self/uid_map", map);
-    snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-    write_file("/proc/self/gid_map", map);
-    if (write(to_parent, "R", 1) != 1) _exit(3);
-    uint32_t count = 0, len = 0;
-    if (read_full(from_parent, &count, 4) || read_full(from_parent, &len, 4)) _exit(3);
-    char *blob = malloc(len + 1);
-    rknp_kv *kv = calloc(count + 1, sizeof *kv);
-    if (blob == NULL || kv == NULL || read_full(from_parent, blob, len)) _exit(3);
-    char *p = blob;
-    for (uint32_t i = 0; i < count; i++) {
-        kv[i].key = p;
-        p += strlen(p) + 1;
-        kv[i].value = p;
-        p += strlen(p) + 1;
-    }
-    rknp_child_options opts;
-    rknp_child_options_init(&opts, sizeof opts);
-    opts.log_fn = log_line;
-    rknp_error *err = NULL;
-    if (rknp_child_configure(kv, count, &opts, NULL, 0, &err) != RKNP_OK) {
-        fprintf(stderr, "rknp-rel-driver: child side: %s\n", rknp_error_message(err));
-        _exit(3);
-    }
-    execvp(argv[0], argv);
-    _exit(127);
-}
-
 static uint64_t traffic(rknp_parent *p, rknp_stats *s) {
     s->struct_size = sizeof *s;
     if (rknp_parent_stats(p, s, NULL) != RKNP_OK) return 0;
@@ -226,44 +165,26 @@ int main(int argc, char **argv) {
     int threads_before = thread_count();
     rknp_config cfg;
     rknp_config_init(&cfg, sizeof cfg);
-    cfg.log_fn = log_line;
+    cfg.log_fn = test_log_line;
+    cfg.log_user_data = log_file;
     rknp_parent *parent = NULL;
     rknp_error *err = NULL;
     check(rknp_parent_new(&cfg, &parent, &err), err, "config");
 
     char state_dir[] = "/tmp/rknp-rel.XXXXXX";
     if (mkdtemp(state_dir) == NULL) return 2;
-    int down[2], up[2];
-    if (pipe2(down, O_CLOEXEC) < 0 || pipe2(up, O_CLOEXEC) < 0) return 2;
-    pid_t pid = fork();
-    if (pid < 0) return 2;
-    if (pid == 0) run_child(down[0], up[1], argv + i);
-    close(down[0]);
-    close(up[1]);
-    char ready;
-    if (read(up[0], &ready, 1) != 1) { fprintf(stderr, "child died\n"); return 2; }
+    test_child child;
+    if (test_child_spawn(&child, "rknp-rel-driver", NULL, argv + i, test_log_line,
+                         log_file) != 0)
+        return 2;
+    pid_t pid = child.pid;
     check(rknp_parent_start(parent, state_dir, pid, &err), err, "start");
     if (hold != NULL) {
         printf("socket %s/rknp.sock\n", state_dir);
         fflush(stdout);
         while (access(hold, F_OK) != 0) sleep_ms(20);
     }
-    uint32_t count = rknp_parent_opaque_count(parent), len = 0;
-    char *blob = NULL;
-    for (uint32_t k = 0; k < count; k++) {
-        const char *key, *value;
-        check(rknp_parent_opaque_get(parent, k, &key, &value, &err), err, "opaque");
-        size_t kl = strlen(key) + 1, vl = strlen(value) + 1;
-        blob = realloc(blob, len + kl + vl);
-        memcpy(blob + len, key, kl);
-        memcpy(blob + len + kl, value, vl);
-        len += (uint32_t)(kl + vl);
-    }
-    if (write(down[1], &count, 4) != 4 || write(down[1], &len, 4) != 4 ||
-        write(down[1], blob, len) != (ssize_t)len) return 2;
-    free(blob);
-    close(down[1]);
-    close(up[0]);
+    if (test_child_send_opaque(&child, "rknp-rel-driver", parent) != 0) return 2;
 
     rknp_stats st;
     double t0 = now_s();

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Sends one IPv4 fragment (the last one, alone) from the guest's tap to the
 gateway: the frame that crashed Debian 12's libslirp 4.7.0 in ip_reass.
-Runs inside the test namespace (root there: AF_PACKET is allowed)."""
+rknp's reassembler holds it (copies are duplicates); a copy with other bytes
+contradicts it and drops the datagram. Runs inside the test namespace (root
+there: AF_PACKET is allowed)."""
 import socket
 import struct
 import sys
@@ -26,4 +28,5 @@ h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
 gw_mac = bytes.fromhex("525400123502")  # libslirp's gateway MAC
 for _ in range(3):
     s.send(gw_mac + src_mac + b"\x08\x00" + h + b"A" * 40)
-print("sent 3 lone fragments")
+s.send(gw_mac + src_mac + b"\x08\x00" + h + b"B" * 40)
+print("sent 3 lone fragments and a contradicting one")

@@ -1,13 +1,16 @@
-// The guest -> stack frame preparation (plugin/offload.cpp). Regression of
-// a fuzz finding: one IPv4 fragment (the last one, arriving first) made
-// Debian 12's libslirp 4.7.0 crash the whole process in ip_reass; such
-// frames must never reach slirp_input. The end-to-end check is faults.sh.
+// The guest -> stack frame preparation (plugin/offload.cpp) and the
+// fragment diversion in front of libslirp. Regression of a fuzz finding:
+// one IPv4 fragment (the last one, arriving first) made Debian 12's libslirp
+// 4.7.0 crash the whole process in ip_reass; StackLoop::input_frame sends
+// every frame is_ipv4_fragment() flags to Ipv4Reassembler, so libslirp only
+// sees whole datagrams. The end-to-end check is faults.sh.
 #include <doctest/doctest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "offload.hpp"
+#include "reassembly.hpp"
 
 using namespace rknp;
 
@@ -38,13 +41,17 @@ std::span<uint8_t> prep(std::vector<uint8_t> &f, bool vnet) {
 
 } // namespace
 
-TEST_CASE("IPv4 fragments are dropped before libslirp, in order or not") {
+TEST_CASE("IPv4 fragments are diverted to reassembly, in order or not") {
     // Lone trailing, middle, in-order first (MF, offset 0), DF+offset.
     for (uint16_t field : {0x0011, 0x2011, 0x2000, 0x4011, 0x1fff}) {
         auto f = ipv4_frame(field);
-        CHECK(prep(f, false).empty());
+        CHECK(is_ipv4_fragment(prep(f, false)));
         auto v = with_vnet(f, VnetHdr{});
-        CHECK(prep(v, true).empty());
+        CHECK(is_ipv4_fragment(prep(v, true)));
+        // The crasher alone never comes out of the reassembler.
+        Ipv4Reassembler r;
+        auto lone = ipv4_frame(field);
+        CHECK(r.add(lone, 0).datagram.empty());
     }
 }
 
@@ -54,6 +61,7 @@ TEST_CASE("unfragmented IPv4 (DF or the reserved bit) and other frames pass") {
         auto out = prep(f, false);
         CHECK(out.size() == f.size());
         CHECK(out.data() == f.data());
+        CHECK_FALSE(is_ipv4_fragment(out));
     }
     std::vector<uint8_t> arp(42, 0);
     arp[12] = 0x08;
