@@ -229,8 +229,9 @@ typedef struct rknp_stats {
     uint64_t frames_to_tap;        /* stack -> guest */
     uint64_t bytes_to_tap;
     uint64_t frames_dropped;       /* frames not delivered: failed writes
-                                      to the guest, malformed or refused
-                                      (fragment guard) frames from it */
+                                      to the guest, malformed frames from
+                                      it, IPv4 fragments that could not be
+                                      reassembled */
     uint64_t handovers_refused;    /* peers refused on the hand-over socket */
 } rknp_stats;
 
@@ -291,7 +292,8 @@ RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
                                              rknp_error **err);
 
 /** Stops forward id and closes its host socket (established connections
- *  keep running). Unknown ids are RKNP_ERR_INVALID_ARGUMENT. Thread-safe. */
+ *  keep running). Unknown ids are RKNP_ERR_INVALID_ARGUMENT, a parent that
+ *  is not running RKNP_ERR_STATE. Thread-safe. */
 RKNP_API rknp_status rknp_parent_remove_forward(rknp_parent *p, uint32_t id,
                                                 rknp_error **err);
 
@@ -310,7 +312,8 @@ typedef struct rknp_forward_info {
  * Copies up to capacity active forwards (ordered by id) into out, whose
  * elements the caller has set struct_size on, and stores the total number
  * of forwards in *count (which may exceed capacity: call again with a larger
- * array). out may be NULL when capacity is 0. Thread-safe.
+ * array). out may be NULL when capacity is 0. A closed parent has no
+ * forwards (*count is 0). Thread-safe.
  */
 RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
                                                rknp_forward_info *out,

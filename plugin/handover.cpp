@@ -68,9 +68,20 @@ void send_reply(int conn, rknp_status status, const std::string &message) {
     (void)::send(conn, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-// Keeps the first fd a message carried in keep (if keep is empty) and
-// closes the rest.
-void take_fds(msghdr &mh, UniqueFd &keep) {
+// One non-blocking recvmsg into buf. Of the fds it carried, the first is
+// kept in keep (if keep is empty) and the rest are closed. Returns recvmsg's
+// result; flags gets msg_flags.
+ssize_t recv_message(int conn, std::span<uint8_t> buf, UniqueFd &keep,
+                     int &flags) {
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    iovec iov{buf.data(), buf.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0) return n;
     for (cmsghdr *c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -81,6 +92,8 @@ void take_fds(msghdr &mh, UniqueFd &keep) {
             else ::close(fd);
         }
     }
+    flags = mh.msg_flags;
+    return n;
 }
 
 // Replies, then makes sure the reply reaches the peer: closing a unix socket
@@ -92,35 +105,21 @@ void reply_and_drain(int conn, rknp_status status, const std::string &message) {
     (void)::shutdown(conn, SHUT_RD);
     for (;;) {
         uint8_t buf[256];
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
-        iovec iov{buf, sizeof buf};
-        msghdr mh{};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = control;
-        mh.msg_controllen = sizeof control;
-        ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        UniqueFd dropped;
+        int flags = 0;
+        ssize_t n = recv_message(conn, buf, dropped, flags);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;
-        UniqueFd none;
-        take_fds(mh, none);
     }
 }
 
 // Receives the Hello and at most one fd; extra fds are closed.
 std::string receive_hello(int conn, UniqueFd &fd_out) {
     uint8_t buf[kHelloSize + 1];
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    iovec iov{buf, sizeof buf};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    int flags = 0;
+    ssize_t n = recv_message(conn, buf, fd_out, flags);
     if (n < 0) throw_errno("hand-over: recvmsg");
-    take_fds(mh, fd_out);
-    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+    if (flags & (MSG_TRUNC | MSG_CTRUNC))
         protocol("message or control data truncated");
     return decode_hello({buf, size_t(n)});
 }

@@ -42,16 +42,18 @@ int fds() { return count_dir("/proc/self/fd"); }
 
 struct Logs {
     std::mutex mu;
-    std::vector<std::string> lines;
-    static void fn(void *u, int32_t, const char *msg) {
+    std::vector<std::pair<int32_t, std::string>> lines;
+    static void fn(void *u, int32_t level, const char *msg) {
         auto *self = static_cast<Logs *>(u);
         std::lock_guard lock(self->mu);
-        self->lines.emplace_back(msg);
+        self->lines.emplace_back(level, msg);
     }
-    bool has(const std::string &part) {
+    // Whether a line containing part was logged (at level, unless -1).
+    bool has(const std::string &part, int32_t level = -1) {
         std::lock_guard lock(mu);
-        for (auto &l : lines)
-            if (l.find(part) != std::string::npos) return true;
+        for (auto &[l, msg] : lines)
+            if ((level < 0 || l == level) && msg.find(part) != std::string::npos)
+                return true;
         return false;
     }
 };
@@ -378,7 +380,9 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     CHECK(st.handovers_refused == 1);
-    CHECK(logs.has("hand-over refused: peer pid " + std::to_string(other)));
+    CHECK(st.tap_attached == 0);
+    CHECK(logs.has("hand-over refused: peer pid " + std::to_string(other),
+                   RKNP_LOG_ERROR));
     // The real child (us) is still heard.
     auto h = hello("tap0");
     CHECK(hand_over(sock, h.data(), h.size(), {}).find("no file descriptor") !=
