@@ -27,7 +27,8 @@ namespace {
 constexpr uint32_t kTxQueueLen = 10000;
 constexpr auto kSlaacWait = std::chrono::seconds(5);
 
-UniqueFd open_tap(const std::string &ifname, bool offload, const Logger &log) {
+UniqueFd open_tap(const std::string &ifname, bool offload, uint32_t mtu,
+                  const Logger &log) {
     UniqueFd fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
     if (!fd) throw_errno("open /dev/net/tun");
     ifreq ifr{};
@@ -36,8 +37,12 @@ UniqueFd open_tap(const std::string &ifname, bool offload, const Logger &log) {
     if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0)
         throw_errno("create tap \"" + ifname + "\" (TUNSETIFF)");
     // Let the kernel hand over 64 KiB TCP super-frames with partial
-    // checksums; the parent completes them (see offload.hpp).
-    unsigned flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+    // checksums; the parent completes them (see offload.hpp). libslirp
+    // drops IPv6 packets whose payload exceeds its MTU (ip6_input answers
+    // ICMPv6 Too Big), so IPv6 super-frames only at the largest MTU, where
+    // every one fits; below it the guest's kernel segments IPv6 TCP itself.
+    unsigned flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN |
+                     (mtu >= kMtuMax ? TUN_F_TSO6 : 0);
     if (offload && ::ioctl(fd.get(), TUNSETOFFLOAD, flags) < 0)
         log.warn("tap offloads unavailable (TUNSETOFFLOAD): " +
                  std::string(std::strerror(errno)));
@@ -68,7 +73,7 @@ bool has_global_ipv6(const std::string &ifname) {
 }
 
 std::string configure_here(const ChildSetup &s, const Logger &log) {
-    UniqueFd tap = open_tap(s.ifname, s.offload, log);
+    UniqueFd tap = open_tap(s.ifname, s.offload, s.mtu, log);
     Netlink nl;
     nl.link_up("lo");
     if (s.ipv6 && !s.ipv6_address) disable_dad(s.ifname, log);

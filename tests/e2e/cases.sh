@@ -211,6 +211,32 @@ http_sha() {
 # ctl ARGS...: rootlessctl against the case's API socket, as the test user.
 ctl() { as_user "$SCRATCH/bin/rootlessctl" --socket="$ST/api.sock" "$@"; }
 
+# start_port_helper: runs "${ARGV[@]}" (port_helper.py serve under
+# rootlesskit) in the background, output in $RKLOG, and waits until the
+# helper serves and $ST/api.sock exists. RKPID (the timeout process, which
+# forwards SIGTERM to rootlesskit) is stopped when the case's shell exits.
+start_port_helper() {
+    "${ARGV[@]}" >"$RKLOG" 2>&1 &
+    RKPID=$!
+    trap 'kill -TERM "$RKPID" 2>/dev/null || true; wait "$RKPID" 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        grep -q "port_helper ready" "$RKLOG" && [ -S "$ST/api.sock" ] && return 0
+        kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit exited:"; cat "$RKLOG"; return 1; }
+        sleep 0.1
+    done
+}
+
+# http_sha_eventually PORT: like http_sha, retried for ~10 s until the
+# published port serves the file.
+http_sha_eventually() {
+    local sha=""
+    for _ in $(seq 50); do
+        sha=$(http_sha "$1" 2>/dev/null) && [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    echo "$sha"
+}
+
 port_case() {
     local net=$1 pd=$2 tp up tp2 rp ru out sha rc id id2 ARGV
     ST="$SCRATCH/tmp/state-ports-$pd-$net"
@@ -229,21 +255,10 @@ port_case() {
         -p "127.0.0.1:$tp:8080/tcp" -p "127.0.0.1:$up:5353/udp" \
         -p "0.0.0.0:$rp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
         "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
-    "${ARGV[@]}" >"$RKLOG" 2>&1 &
-    RKPID=$! # the timeout process: it forwards SIGTERM to rootlesskit
-    trap 'kill -TERM "$RKPID" 2>/dev/null || true; wait "$RKPID" 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do
-        grep -q "port_helper ready" "$RKLOG" && [ -S "$ST/api.sock" ] && break
-        kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit exited:"; cat "$RKLOG"; return 1; }
-        sleep 0.1
-    done
+    start_port_helper || return 1
 
     # TCP: the file through the published port, bytes compared.
-    sha=""
-    for _ in $(seq 50); do
-        sha=$(http_sha "$tp" 2>/dev/null) && [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
+    sha=$(http_sha_eventually "$tp")
     expect "file through 127.0.0.1:$tp -> child :8080" "^$FILE_SHA\$" "$sha"
 
     # UDP echo through the published UDP port.
@@ -334,19 +349,8 @@ case_ports_plugin_dhl() {
     rk_argv "$1" --copy-up=/etc --disable-host-loopback --port-driver="$pd" --state-dir="$ST" \
         -p "127.0.0.1:$tp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
         "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
-    "${ARGV[@]}" >"$RKLOG" 2>&1 &
-    RKPID=$!
-    trap 'kill -TERM "$RKPID" 2>/dev/null || true; wait "$RKPID" 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do
-        grep -q "port_helper ready" "$RKLOG" && [ -S "$ST/api.sock" ] && break
-        kill -0 "$RKPID" 2>/dev/null || { echo "rootlesskit exited:"; cat "$RKLOG"; return 1; }
-        sleep 0.1
-    done
-    sha=""
-    for _ in $(seq 50); do
-        sha=$(http_sha "$tp" 2>/dev/null) && [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
+    start_port_helper || return 1
+    sha=$(http_sha_eventually "$tp")
     expect "file through 127.0.0.1:$tp ($pd, --disable-host-loopback)" "^$FILE_SHA\$" "$sha"
     out=$(ip netns exec "$NETNS_HOST" "$PY" "$SCRATCH/bin/port_helper.py" udp-echo 198.18.0.1 "$ru")
     expect "udp echo from 198.18.0.2 through 198.18.0.1:$ru" "^udp-echo-ok 1200\$" "$out"
