@@ -103,6 +103,15 @@ void Coalescer::push(std::span<const uint8_t> frame) {
         sink_(h, frame);
         return;
     }
+    if (size_t(f.payload) * 2 + f.hdr_len > kMaxMerged) {
+        // Nothing could join it (MTU 65520 segments): no copy, straight out,
+        // and libslirp's checksums are valid, so the guest skips verifying.
+        flush();
+        VnetHdr h{};
+        h.flags = kVnetDataValid;
+        sink_(h, frame);
+        return;
+    }
     if (can_append(f)) {
         // Same addresses, ports, ack, window and TTL as the pending
         // segment: everything in the headers but seq, lengths, checksums.

@@ -194,3 +194,23 @@ TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
     CHECK(total == 146000);
     CHECK(out.size() == 3);
 }
+
+TEST_CASE("a segment too large to merge goes out at once, uncopied, checksum trusted") {
+    std::vector<Out> out;
+    const uint8_t *seen = nullptr;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+        seen = f.data();
+    });
+    c.push(segment(0, 1000)); // pending, then flushed by the big one
+    Bytes big = segment(1000, 40000);
+    c.push(big);
+    REQUIRE(out.size() == 2); // nothing left pending: no flush needed
+    CHECK(out[0].frame.size() == 54 + 1000);
+    CHECK(out[1].frame == big);
+    CHECK(seen == big.data()); // written from the caller's buffer
+    CHECK(out[1].h.flags == kVnetDataValid);
+    CHECK(out[1].h.gso_type == 0);
+    c.flush();
+    CHECK(out.size() == 2);
+}
