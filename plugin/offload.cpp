@@ -12,7 +12,6 @@ constexpr size_t kEthLen = 14;
 constexpr size_t kMaxMerged = 65535 - 60; // IP total length limit, slack
 constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
 
-
 } // namespace
 
 bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
