@@ -202,4 +202,21 @@ put("frames", "fragments-udp", bytes([8]) + rec(arp) +
     rec(frag(0x0000 | (2000 // 8), dgram[2000:], 11)) +
     rec(frag(0x2000, dgram[:1000], 11)) +
     rec(frag(0x2000 | (1000 // 8), dgram[1000:2000], 11), 0x11))
+# ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
+put("reassembly", "raw-fragments", bytes([1]) + b"".join(
+    struct.pack("<H", len(f)) + f for f in
+    (frag(0x2000, b"a" * 16), frag(0x0002, b"b" * 16), frag(0x0011, b"g" * 40, 10))))
+
+
+def cut(payload, seed, ident, pieces):
+    """pieces: (first block, block count, flags)"""
+    return bytes([0]) + struct.pack("<HBH", payload - 8, seed, ident) + b"".join(
+        struct.pack("<HHB", f, c - 1, fl) for f, c, fl in pieces)
+
+
+put("reassembly", "in-order", cut(3000, 7, 1, [(0, 125, 0), (125, 125, 0), (250, 125, 0)]))
+put("reassembly", "reverse-dup", cut(3000, 9, 2, [(250, 125, 0), (125, 125, 0), (125, 125, 0), (0, 125, 0)]))
+put("reassembly", "overlap-corrupt", cut(4000, 3, 3, [(0, 200, 0), (100, 200, 1), (300, 200, 0)]))
+put("reassembly", "expire", cut(2000, 5, 4, [(0, 100, 0), (100, 150, 2), (0, 100, 0)]))
+put("reassembly", "largest", cut(65515, 1, 5, [(i * 185, 185, 0) for i in range(44)] + [(8140, 50, 0)]))
 print("seeds written to", ROOT, file=sys.stderr)
