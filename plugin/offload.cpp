@@ -41,7 +41,7 @@ std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
 struct Coalescer::Flow {
     size_t l3_off, hdr_len;
     bool ipv6;
-    uint32_t seq;
+    uint32_t seq, ack;
     uint16_t payload;
     uint8_t flags;
 };
@@ -77,12 +77,33 @@ bool Coalescer::parse(std::span<const uint8_t> fr, Flow &f) const {
     const uint8_t *tcp = p + l4_off;
     if ((tcp[12] >> 4) != 5) return false; // no TCP options
     f.flags = tcp[13];
-    if ((f.flags & ~kTcpPsh) != kTcpAck) return false; // data segments only
     f.hdr_len = l4_off + 20;
     f.payload = uint16_t(fr.size() - f.hdr_len);
-    if (f.payload == 0) return false;
     f.seq = be32(tcp + 4);
-    return true;
+    f.ack = be32(tcp + 8);
+    // Data segments (ACK, maybe PSH) and pure ACKs.
+    return f.payload > 0 ? (f.flags & ~kTcpPsh) == kTcpAck : f.flags == kTcpAck;
+}
+
+bool Coalescer::supersedes(std::span<const uint8_t> fr, const Flow &f) const {
+    if (!ack_pending_ || fr.size() != ack_.size() ||
+        int32_t(f.ack - ack_no_) <= 0) // equal: a duplicate ACK, keep both
+        return false;
+    // Identical headers but for the IPv4 id and checksum and the TCP ack,
+    // window and checksum.
+    uint8_t a[kEthLen + 60], b[kEthLen + 60];
+    std::memcpy(a, ack_.data(), f.hdr_len);
+    std::memcpy(b, fr.data(), f.hdr_len);
+    for (uint8_t *h : {a, b}) {
+        if (!f.ipv6) {
+            std::memset(h + kEthLen + 4, 0, 2);  // id
+            std::memset(h + kEthLen + 10, 0, 2); // header checksum
+        }
+        uint8_t *tcp = h + f.hdr_len - 20;
+        std::memset(tcp + 8, 0, 4);  // ack
+        std::memset(tcp + 14, 0, 4); // window, checksum
+    }
+    return std::memcmp(a, b, f.hdr_len) == 0;
 }
 
 bool Coalescer::can_append(const Flow &f) const {
@@ -100,6 +121,20 @@ void Coalescer::push(std::span<const uint8_t> frame) {
         flush();
         VnetHdr h{};
         sink_(h, frame);
+        return;
+    }
+    if (f.payload == 0) {
+        // libslirp ACKs every segment it takes in: of consecutive pure
+        // ACKs of one flow only the latest, cumulative one goes out.
+        if (supersedes(frame, f)) {
+            ++acks_superseded_;
+            superseded_bytes_ += ack_.size();
+        } else {
+            flush();
+        }
+        ack_.assign(frame.begin(), frame.end());
+        ack_no_ = f.ack;
+        ack_pending_ = true;
         return;
     }
     if (size_t(f.payload) * 2 + f.hdr_len > kMaxMerged) {
@@ -188,6 +223,10 @@ void Coalescer::emit_pending() {
 }
 
 void Coalescer::flush() {
+    if (ack_pending_) {
+        ack_pending_ = false;
+        sink_(VnetHdr{}, ack_);
+    }
     if (segments_ == 0) return;
     emit_pending();
     segments_ = 0;

@@ -43,7 +43,9 @@ std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
 
 // Merges stack -> guest TCP segments. Frames are written through the sink
 // in the order they were given; flush() must be called before the loop
-// sleeps.
+// sleeps. Of consecutive pure ACKs of one flow, each acking more than the
+// one before, only the last is written (like GRO would merge them): a
+// cumulative ACK says all the earlier ones did; duplicate ACKs all go out.
 class Coalescer {
 public:
     // sink(header, frame) writes one frame with its vnet header.
@@ -52,11 +54,15 @@ public:
 
     void push(std::span<const uint8_t> frame);
     void flush();
+    // Pure ACKs left out because a later one superseded them, and their bytes.
+    uint64_t acks_superseded() const { return acks_superseded_; }
+    uint64_t superseded_bytes() const { return superseded_bytes_; }
 
 private:
     struct Flow; // parsed headers of a mergeable segment
     bool parse(std::span<const uint8_t> frame, Flow &f) const;
     bool can_append(const Flow &f) const;
+    bool supersedes(std::span<const uint8_t> frame, const Flow &f) const;
     void emit_pending();
 
     Sink sink_;
@@ -69,6 +75,10 @@ private:
     uint16_t last_len_ = 0;
     uint32_t next_seq_ = 0;
     bool push_flag_ = false;
+    std::vector<uint8_t> ack_; // the pending pure ACK, when ack_pending_
+    uint32_t ack_no_ = 0;
+    bool ack_pending_ = false;
+    uint64_t acks_superseded_ = 0, superseded_bytes_ = 0;
 };
 
 } // namespace rknp

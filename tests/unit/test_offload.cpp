@@ -214,3 +214,61 @@ TEST_CASE("a segment too large to merge goes out at once, uncopied, checksum tru
     c.flush();
     CHECK(out.size() == 2);
 }
+
+namespace {
+
+// A pure ACK from 10.0.2.2:sport acking ack, with the given window.
+Bytes pure_ack(uint32_t ack, uint16_t sport = 80, uint16_t window = 0xffff,
+               uint8_t flags = 0x10) {
+    Bytes f = segment(5000, 0, flags, sport);
+    uint32_t n = htonl(ack);
+    std::memcpy(f.data() + 42, &n, 4);
+    store(f.data() + 48, window);
+    fix_checksums(f);
+    return f;
+}
+
+} // namespace
+
+TEST_CASE("of consecutive advancing pure ACKs of a flow only the last goes out") {
+    std::vector<Out> out;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+    });
+    Bytes last = pure_ack(3000, 80, 0x1000); // a new window rides along
+    for (const Bytes &f : {pure_ack(1000), pure_ack(2000), last}) c.push(f);
+    CHECK(out.empty());
+    c.flush();
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].frame == last);
+    CHECK(checksums_valid(out[0].frame));
+    CHECK(c.acks_superseded() == 2);
+    CHECK(c.superseded_bytes() == 2 * last.size());
+    // Across the 32-bit wrap of the ack number too.
+    out.clear();
+    c.push(pure_ack(0xffffff00));
+    c.push(pure_ack(0x10));
+    c.flush();
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].frame == pure_ack(0x10));
+}
+
+TEST_CASE("duplicate ACKs, other flows, other flags and data keep every ACK, in order") {
+    auto a1 = pure_ack(1000), a1_again = pure_ack(1000);
+    auto other_flow = pure_ack(2000, 81);
+    auto fin = pure_ack(3000, 80, 0xffff, 0x11);
+    auto older = pure_ack(900); // behind: not superseding
+    auto data = segment(1, 100);
+    auto a2 = pure_ack(4000);
+    std::vector<Bytes> in = {a1, a1_again, other_flow, pure_ack(1500), older,
+                             data, a2, fin};
+    std::vector<Out> out;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
+        out.push_back({h, Bytes(f.begin(), f.end())});
+    });
+    for (const auto &f : in) c.push(f);
+    c.flush();
+    REQUIRE(out.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) CHECK(out[i].frame == in[i]);
+    CHECK(c.acks_superseded() == 0);
+}
