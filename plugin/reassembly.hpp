@@ -3,7 +3,8 @@
 // fragments are reassembled here and libslirp only ever sees whole
 // datagrams. Strict by design: overlapping fragments must carry identical
 // bytes or the datagram is dropped; memory is bounded (kMaxPending
-// datagrams of at most 64 KiB each); incomplete datagrams expire.
+// datagrams of at most 64 KiB each); incomplete datagrams older than
+// kTimeoutMs are given up when the next fragment arrives.
 #pragma once
 
 #include <bitset>
