@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checksum.hpp"
+#include "../unit/ipv4_datagram.hpp"
 #include "fuzz_input.hpp"
 #include "reassembly.hpp"
 
@@ -50,27 +51,10 @@ void raw_mode(fuzz::Input &in) {
     }
 }
 
-std::vector<uint8_t> whole_datagram(size_t payload, uint8_t seed, uint16_t id) {
-    std::vector<uint8_t> f(34 + payload);
-    std::memset(f.data(), 0x02, 12);
-    f[12] = 0x08;
-    uint8_t *ip = f.data() + 14;
-    ip[0] = 0x45;
-    put_be16(ip + 2, uint16_t(20 + payload));
-    put_be16(ip + 4, id);
-    ip[8] = 64;
-    ip[9] = 17;
-    const uint8_t src[4] = {10, 0, 2, 100}, dst[4] = {10, 0, 2, 2};
-    std::memcpy(ip + 12, src, 4);
-    std::memcpy(ip + 16, dst, 4);
-    for (size_t i = 0; i < payload; ++i) ip[20 + i] = uint8_t(seed + i * 31);
-    put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
-    return f;
-}
-
 void structured_mode(fuzz::Input &in) {
     size_t payload = 8 + in.u16() % (65535 - 20 - 8 + 1); // 8..65515
-    auto whole = whole_datagram(payload, in.u8(), in.u16());
+    uint8_t seed = in.u8();
+    auto whole = test::ipv4_datagram(payload, in.u16(), seed);
     size_t blocks = (payload + 7) / 8;
     Ipv4Reassembler r;
     int64_t now = 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "checksum.hpp"
+#include "ipv4_datagram.hpp"
 #include "reassembly.hpp"
 
 using namespace rknp;
@@ -14,29 +15,11 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-void set_ip_checksum(Bytes &f) {
-    put_be16(f.data() + 24, 0);
-    put_be16(f.data() + 24, uint16_t(~csum_fold(csum_add(0, f.data() + 14, 20))));
-}
+using test::ipv4_datagram;
+using test::set_ip_checksum;
 
-// A whole IPv4 UDP datagram 10.0.2.100 -> 10.0.2.2 (Ethernet frame) whose
-// IP payload is payload_len bytes of a pattern.
 Bytes datagram(size_t payload_len, uint16_t id = 0x1234, uint8_t seed = 1) {
-    Bytes f(14 + 20 + payload_len);
-    std::memset(f.data(), 0x02, 12);
-    f[12] = 0x08;
-    uint8_t *ip = f.data() + 14;
-    ip[0] = 0x45;
-    put_be16(ip + 2, uint16_t(20 + payload_len));
-    put_be16(ip + 4, id);
-    ip[8] = 64;
-    ip[9] = 17;
-    const uint8_t src[4] = {10, 0, 2, 100}, dst[4] = {10, 0, 2, 2};
-    std::memcpy(ip + 12, src, 4);
-    std::memcpy(ip + 16, dst, 4);
-    for (size_t i = 0; i < payload_len; ++i) ip[20 + i] = uint8_t(i * 7 + seed);
-    set_ip_checksum(f);
-    return f;
+    return ipv4_datagram(payload_len, id, seed);
 }
 
 // The fragment of whole carrying payload bytes [off, off + len).
