@@ -12,6 +12,31 @@ constexpr size_t kEthLen = 14;
 constexpr size_t kMaxMerged = 65535 - 60; // IP total length limit, slack
 constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
 
+// Writes the pseudo-header sum of a TCP segment of l4_len bytes into the
+// checksum field of the headers at f (IP at l3_off, the 20-byte TCP header
+// ending at hdr_len) and returns the vnet header that marks the checksum
+// partial: the guest's kernel then neither verifies it nor needs it unless
+// the packet leaves its stack (tun ignores kVnetDataValid on writes).
+VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
+                         size_t l4_len, bool ipv6) {
+    const uint8_t *ip = f + l3_off;
+    uint64_t pseudo;
+    if (ipv6) {
+        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
+        pseudo = csum_add(csum_add(0, ip + 8, 32), tail, 8);
+    } else {
+        uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
+        pseudo = csum_add(csum_add(0, ip + 12, 8), tail, 4);
+    }
+    put_be16(f + hdr_len - 20 + 16, csum_fold(pseudo));
+    VnetHdr h{};
+    h.flags = kVnetNeedsCsum;
+    h.hdr_len = uint16_t(hdr_len);
+    h.csum_start = uint16_t(hdr_len - 20);
+    h.csum_offset = 16;
+    return h;
+}
+
 } // namespace
 
 bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
@@ -119,8 +144,7 @@ void Coalescer::push(std::span<const uint8_t> frame) {
     Flow f;
     if (!parse(frame, f)) {
         flush();
-        VnetHdr h{};
-        sink_(h, frame);
+        sink_(VnetHdr{}, frame, {});
         return;
     }
     if (f.payload == 0) {
@@ -138,12 +162,14 @@ void Coalescer::push(std::span<const uint8_t> frame) {
         return;
     }
     if (size_t(f.payload) * 2 + f.hdr_len > kMaxMerged) {
-        // Nothing could join it (MTU 65520 segments): no copy, straight out,
-        // and libslirp's checksums are valid, so the guest skips verifying.
+        // Nothing could join it (MTU 65520 segments): only its headers are
+        // copied, to make the checksum partial; the payload goes straight
+        // from libslirp's buffer.
         flush();
-        VnetHdr h{};
-        h.flags = kVnetDataValid;
-        sink_(h, frame);
+        head_.assign(frame.begin(), frame.begin() + long(f.hdr_len));
+        VnetHdr h = partial_checksum(head_.data(), f.l3_off, f.hdr_len,
+                                     frame.size() - (f.hdr_len - 20), f.ipv6);
+        sink_(h, head_, frame.subspan(f.hdr_len));
         return;
     }
     if (can_append(f)) {
@@ -182,50 +208,30 @@ void Coalescer::push(std::span<const uint8_t> frame) {
 }
 
 void Coalescer::emit_pending() {
-    VnetHdr h{};
-    if (segments_ == 1) {
-        // libslirp's checksums are valid: spare the guest a verification.
-        h.flags = kVnetDataValid;
-        sink_(h, buf_);
-        return;
-    }
     uint8_t *ip = buf_.data() + l3_off_;
-    uint8_t *tcp = buf_.data() + hdr_len_ - 20;
     size_t l4_len = buf_.size() - (hdr_len_ - 20);
-    uint64_t pseudo;
-    if (ipv6_) {
-        put_be16(ip + 4, uint16_t(l4_len));
-        pseudo = csum_add(0, ip + 8, 32);
-    } else {
-        put_be16(ip + 2, uint16_t(buf_.size() - l3_off_));
-        put_be16(ip + 10, 0);
-        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
-        pseudo = csum_add(0, ip + 12, 8);
+    if (segments_ > 1) { // the merged frame's lengths, PSH of the last one
+        if (ipv6_) {
+            put_be16(ip + 4, uint16_t(l4_len));
+        } else {
+            put_be16(ip + 2, uint16_t(buf_.size() - l3_off_));
+            put_be16(ip + 10, 0);
+            put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
+        }
+        if (push_flag_) buf_[hdr_len_ - 20 + 13] |= kTcpPsh;
     }
-    uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
-    if (ipv6_) {
-        uint8_t len32[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
-        pseudo = csum_add(pseudo, len32, 8);
-    } else {
-        pseudo = csum_add(pseudo, tail, 4);
+    VnetHdr h = partial_checksum(buf_.data(), l3_off_, hdr_len_, l4_len, ipv6_);
+    if (segments_ > 1) {
+        h.gso_type = ipv6_ ? kVnetGsoTcp6 : kVnetGsoTcp4;
+        h.gso_size = gso_size_;
     }
-    if (push_flag_) tcp[13] |= kTcpPsh;
-    // CHECKSUM_PARTIAL: the field carries the pseudo-header sum and the
-    // kernel completes it only if the packet ever leaves the guest's stack.
-    put_be16(tcp + 16, csum_fold(pseudo));
-    h.flags = kVnetNeedsCsum;
-    h.gso_type = ipv6_ ? kVnetGsoTcp6 : kVnetGsoTcp4;
-    h.hdr_len = uint16_t(hdr_len_);
-    h.gso_size = gso_size_;
-    h.csum_start = uint16_t(hdr_len_ - 20);
-    h.csum_offset = 16;
-    sink_(h, buf_);
+    sink_(h, buf_, {});
 }
 
 void Coalescer::flush() {
     if (ack_pending_) {
         ack_pending_ = false;
-        sink_(VnetHdr{}, ack_);
+        sink_(VnetHdr{}, ack_, {});
     }
     if (segments_ == 0) return;
     emit_pending();

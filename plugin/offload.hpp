@@ -25,7 +25,6 @@ struct VnetHdr {
     uint16_t csum_offset;
 };
 inline constexpr uint8_t kVnetNeedsCsum = 1;
-inline constexpr uint8_t kVnetDataValid = 2;
 inline constexpr uint8_t kVnetGsoTcp4 = 1;
 inline constexpr uint8_t kVnetGsoTcp6 = 4;
 inline constexpr size_t kVnetHdrSize = sizeof(VnetHdr);
@@ -48,8 +47,10 @@ std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
 // cumulative ACK says all the earlier ones did; duplicate ACKs all go out.
 class Coalescer {
 public:
-    // sink(header, frame) writes one frame with its vnet header.
-    using Sink = std::function<void(const VnetHdr &, std::span<const uint8_t>)>;
+    // sink(header, frame, rest) writes one frame, given as frame followed by
+    // rest (often empty), with its vnet header.
+    using Sink = std::function<void(const VnetHdr &, std::span<const uint8_t>,
+                                    std::span<const uint8_t>)>;
     explicit Coalescer(Sink sink);
 
     void push(std::span<const uint8_t> frame);
@@ -75,7 +76,8 @@ private:
     uint16_t last_len_ = 0;
     uint32_t next_seq_ = 0;
     bool push_flag_ = false;
-    std::vector<uint8_t> ack_; // the pending pure ACK, when ack_pending_
+    std::vector<uint8_t> head_; // headers of a segment written unmerged
+    std::vector<uint8_t> ack_;  // the pending pure ACK, when ack_pending_
     uint32_t ack_no_ = 0;
     bool ack_pending_ = false;
     uint64_t acks_superseded_ = 0, superseded_bytes_ = 0;

@@ -87,8 +87,9 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
                      TaskQueue &tasks)
     : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
       wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
-      coalescer_([this](const VnetHdr &h, std::span<const uint8_t> f) {
-          write_frame(h, f);
+      coalescer_([this](const VnetHdr &h, std::span<const uint8_t> f,
+                        std::span<const uint8_t> rest) {
+          write_frame(h, f, rest);
       }),
       frame_(kFrameBuffer) {
     SlirpConfig sc{};
@@ -162,24 +163,25 @@ ssize_t StackLoop::send_to_tap(const void *buf, size_t len) {
         coalescer_.push(frame); // written by flush() before the loop sleeps
     } else {
         // Straight from libslirp's buffer to the kernel: no copy of our own.
-        write_frame({}, frame);
+        write_frame({}, frame, {});
     }
     return ssize_t(len);
 }
 
-void StackLoop::write_frame(const VnetHdr &h,
-                            std::span<const uint8_t> frame) {
-    iovec iov[2] = {{const_cast<VnetHdr *>(&h), kVnetHdrSize},
-                    {const_cast<uint8_t *>(frame.data()), frame.size()}};
-    int first = vnet_hdr_ ? 0 : 1;
-    ssize_t n = ::writev(tap_.get(), iov + first, 2 - first);
+void StackLoop::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
+                            std::span<const uint8_t> rest) {
+    iovec iov[3] = {{const_cast<VnetHdr *>(&h), kVnetHdrSize},
+                    {const_cast<uint8_t *>(frame.data()), frame.size()},
+                    {const_cast<uint8_t *>(rest.data()), rest.size()}};
+    int first = vnet_hdr_ ? 0 : 1, count = rest.empty() ? 2 : 3;
+    ssize_t n = ::writev(tap_.get(), iov + first, count - first);
     // Dropped frames are retransmitted by TCP; errors here only add noise.
     if (n < 0) {
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
     Stats::add(stats_.frames_to_tap, 1);
-    Stats::add(stats_.bytes_to_tap, frame.size());
+    Stats::add(stats_.bytes_to_tap, frame.size() + rest.size());
 }
 
 void StackLoop::accept_handover() {

@@ -52,7 +52,8 @@ private:
     void input_frame(size_t len);
     void detach_tap(const std::string &why);
     ssize_t send_to_tap(const void *buf, size_t len);
-    void write_frame(const VnetHdr &h, std::span<const uint8_t> frame);
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
+                     std::span<const uint8_t> rest);
 
     const ParentConfig &cfg_;
     UniqueFd listen_;

@@ -32,28 +32,38 @@ namespace {
 constexpr size_t kFrameBuffer = 65536 + 1024; // stack_loop.cpp's tap buffer
 constexpr size_t kMaxRecords = 64;
 
-// Accounts for what a Coalescer emits and checks every merged frame.
+// Accounts for what a Coalescer emits and checks every frame with a
+// partial checksum (merged or not).
 struct OutputCheck {
     uint64_t bytes_in = 0, bytes_out = 0;
 
-    void frame(const VnetHdr &h, std::span<const uint8_t> f) {
-        if (h.gso_type == 0) {
+    void frame(const VnetHdr &h, std::span<const uint8_t> head,
+               std::span<const uint8_t> rest) {
+        std::vector<uint8_t> f(head.begin(), head.end());
+        f.insert(f.end(), rest.begin(), rest.end());
+        if (h.gso_type == 0 && h.flags == 0) {
             bytes_out += f.size();
             return;
         }
-        fuzz::require(h.gso_type == kVnetGsoTcp4 || h.gso_type == kVnetGsoTcp6,
-                      "unknown gso type");
-        fuzz::require(h.flags == kVnetNeedsCsum, "gso frame without NEEDS_CSUM");
-        fuzz::require(h.gso_size > 0 && h.hdr_len < f.size() &&
-                          f.size() <= 14 + 65535,
-                      "gso frame sizes");
-        size_t payload = f.size() - h.hdr_len;
-        size_t segs = (payload + h.gso_size - 1) / h.gso_size;
-        fuzz::require(segs >= 2, "gso frame of one segment");
-        bytes_out += f.size() + (segs - 1) * h.hdr_len;
-        // The IP length must cover the merged frame, and completing the
-        // partial checksum must give a valid TCP checksum.
-        bool v6 = h.gso_type == kVnetGsoTcp6;
+        fuzz::require(h.flags == kVnetNeedsCsum, "flags other than NEEDS_CSUM");
+        fuzz::require(h.hdr_len < f.size() && f.size() <= 14 + 65535,
+                      "partial-checksum frame sizes");
+        bool v6;
+        if (h.gso_type == 0) { // one segment with a partial checksum
+            v6 = be16(f.data() + 12) == 0x86dd;
+            bytes_out += f.size();
+        } else {
+            fuzz::require(h.gso_type == kVnetGsoTcp4 || h.gso_type == kVnetGsoTcp6,
+                          "unknown gso type");
+            fuzz::require(h.gso_size > 0, "gso frame without gso_size");
+            size_t payload = f.size() - h.hdr_len;
+            size_t segs = (payload + h.gso_size - 1) / h.gso_size;
+            fuzz::require(segs >= 2, "gso frame of one segment");
+            bytes_out += f.size() + (segs - 1) * h.hdr_len;
+            v6 = h.gso_type == kVnetGsoTcp6;
+        }
+        // The IP length must cover the frame, and completing the partial
+        // checksum must give a valid TCP checksum.
         size_t ip_len = v6 ? 40 + be16(f.data() + 18) : be16(f.data() + 16);
         fuzz::require(14 + ip_len == f.size(), "IP length of merged frame");
         std::vector<uint8_t> copy(f.begin(), f.end());
@@ -66,8 +76,10 @@ struct OutputCheck {
         if (!v6) {
             uint8_t proto[2] = {0, 6};
             sum = csum_add(sum, proto, 2);
-            fuzz::require(csum_fold(csum_add(0, copy.data() + 14, 20)) == 0xffff,
-                          "IPv4 header checksum of merged frame");
+            // Rebuilt for merged frames (a single one keeps its header).
+            if (h.gso_type != 0)
+                fuzz::require(csum_fold(csum_add(0, copy.data() + 14, 20)) == 0xffff,
+                              "IPv4 header checksum of merged frame");
         }
         sum = csum_add(sum, copy.data() + l4, l4_len);
         fuzz::require(csum_fold(sum) == 0xffff, "TCP checksum of merged frame");
@@ -79,8 +91,9 @@ struct Stack {
     int64_t now_ns = 1'000'000'000;
     std::vector<pollfd> fds;
     OutputCheck to_guest;
-    Coalescer coalescer{[this](const VnetHdr &h, std::span<const uint8_t> f) {
-        to_guest.frame(h, f);
+    Coalescer coalescer{[this](const VnetHdr &h, std::span<const uint8_t> f,
+                               std::span<const uint8_t> rest) {
+        to_guest.frame(h, f, rest);
     }};
     bool vnet = false;
     Ipv4Reassembler reassembler;
@@ -182,8 +195,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz::Input in(data, size);
     OutputCheck probe_out;
-    Coalescer probe([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        probe_out.frame(h, f);
+    Coalescer probe([&](const VnetHdr &h, std::span<const uint8_t> f,
+                        std::span<const uint8_t> rest) {
+        probe_out.frame(h, f, rest);
     });
     {
         Stack stack(in.u8());

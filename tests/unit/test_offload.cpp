@@ -85,6 +85,24 @@ struct Out {
     Bytes frame;
 };
 
+// A Coalescer whose frames (both parts joined) are appended to out.
+Coalescer collecting(std::vector<Out> &out) {
+    return Coalescer([&out](const VnetHdr &h, std::span<const uint8_t> f,
+                            std::span<const uint8_t> rest) {
+        Bytes whole(f.begin(), f.end());
+        whole.insert(whole.end(), rest.begin(), rest.end());
+        out.push_back({h, whole});
+    });
+}
+
+// The frame as the guest's kernel sees it once it completes a partial
+// checksum.
+Bytes completed(const Out &o) {
+    Bytes f = o.frame;
+    if (o.h.flags & kVnetNeedsCsum) REQUIRE(complete_checksum(f, o.h));
+    return f;
+}
+
 } // namespace
 
 TEST_CASE("checksum primitives match RFC 1071's example") {
@@ -113,9 +131,7 @@ TEST_CASE("a partial checksum from the kernel is completed correctly") {
 
 TEST_CASE("consecutive segments of one flow become one GSO frame") {
     std::vector<Out> out;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-    });
+    Coalescer c = collecting(out);
     c.push(segment(1000, 1460));
     c.push(segment(2460, 1460));
     c.push(segment(3920, 500, 0x18)); // PSH ends the batch
@@ -145,9 +161,7 @@ TEST_CASE("consecutive segments of one flow become one GSO frame") {
 
 TEST_CASE("frames that cannot merge are written unchanged and in order") {
     std::vector<Out> out;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-    });
+    Coalescer c = collecting(out);
     Bytes a = segment(1000, 1460);
     Bytes gap = segment(5000, 1460);               // not contiguous
     Bytes other = segment(6460, 1460, 0x10, 81);   // another flow
@@ -158,22 +172,23 @@ TEST_CASE("frames that cannot merge are written unchanged and in order") {
     for (auto *f : {&a, &gap, &other, &ack, &arp}) c.push(*f);
     c.flush();
     REQUIRE(out.size() == 5);
-    CHECK(out[0].frame == a);
-    CHECK(out[0].h.flags == kVnetDataValid);
+    // Data segments get a partial checksum, so the guest skips verifying.
+    CHECK(out[0].h.flags == kVnetNeedsCsum);
     CHECK(out[0].h.gso_type == 0);
-    CHECK(out[1].frame == gap);
-    CHECK(out[2].frame == other);
+    CHECK(out[0].h.csum_start == 34);
+    CHECK(out[0].h.csum_offset == 16);
+    CHECK(completed(out[0]) == a);
+    CHECK(completed(out[1]) == gap);
+    CHECK(completed(out[2]) == other);
     CHECK(out[3].frame == ack);
     CHECK(out[3].h.flags == 0);
     CHECK(out[4].frame == arp);
-    for (int i = 0; i < 3; ++i) CHECK(checksums_valid(out[size_t(i)].frame));
+    for (int i = 0; i < 3; ++i) CHECK(checksums_valid(completed(out[size_t(i)])));
 }
 
 TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
     std::vector<Out> out;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-    });
+    Coalescer c = collecting(out);
     c.push(segment(0, 1000));
     c.push(segment(1000, 400)); // shorter than gso_size: last one allowed
     c.push(segment(1400, 1000)); // cannot follow a short segment
@@ -195,22 +210,25 @@ TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
     CHECK(out.size() == 3);
 }
 
-TEST_CASE("a segment too large to merge goes out at once, uncopied, checksum trusted") {
+TEST_CASE("a segment too large to merge goes out at once, its payload uncopied") {
     std::vector<Out> out;
-    const uint8_t *seen = nullptr;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-        seen = f.data();
+    const uint8_t *payload_at = nullptr;
+    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f,
+                    std::span<const uint8_t> rest) {
+        Bytes whole(f.begin(), f.end());
+        whole.insert(whole.end(), rest.begin(), rest.end());
+        out.push_back({h, whole});
+        payload_at = rest.data();
     });
     c.push(segment(0, 1000)); // pending, then flushed by the big one
     Bytes big = segment(1000, 40000);
     c.push(big);
     REQUIRE(out.size() == 2); // nothing left pending: no flush needed
     CHECK(out[0].frame.size() == 54 + 1000);
-    CHECK(out[1].frame == big);
-    CHECK(seen == big.data()); // written from the caller's buffer
-    CHECK(out[1].h.flags == kVnetDataValid);
+    CHECK(payload_at == big.data() + 54); // written from the caller's buffer
+    CHECK(out[1].h.flags == kVnetNeedsCsum);
     CHECK(out[1].h.gso_type == 0);
+    CHECK(completed(out[1]) == big);
     c.flush();
     CHECK(out.size() == 2);
 }
@@ -232,9 +250,7 @@ Bytes pure_ack(uint32_t ack, uint16_t sport = 80, uint16_t window = 0xffff,
 
 TEST_CASE("of consecutive advancing pure ACKs of a flow only the last goes out") {
     std::vector<Out> out;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-    });
+    Coalescer c = collecting(out);
     Bytes last = pure_ack(3000, 80, 0x1000); // a new window rides along
     for (const Bytes &f : {pure_ack(1000), pure_ack(2000), last}) c.push(f);
     CHECK(out.empty());
@@ -263,12 +279,10 @@ TEST_CASE("duplicate ACKs, other flows, other flags and data keep every ACK, in 
     std::vector<Bytes> in = {a1, a1_again, other_flow, pure_ack(1500), older,
                              data, a2, fin};
     std::vector<Out> out;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f) {
-        out.push_back({h, Bytes(f.begin(), f.end())});
-    });
+    Coalescer c = collecting(out);
     for (const auto &f : in) c.push(f);
     c.flush();
     REQUIRE(out.size() == in.size());
-    for (size_t i = 0; i < in.size(); ++i) CHECK(out[i].frame == in[i]);
+    for (size_t i = 0; i < in.size(); ++i) CHECK(completed(out[i]) == in[i]);
     CHECK(c.acks_superseded() == 0);
 }
