@@ -16,7 +16,8 @@ constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
 // checksum field of the headers at f (IP at l3_off, the 20-byte TCP header
 // ending at hdr_len) and returns the vnet header that marks the checksum
 // partial: the guest's kernel then neither verifies it nor needs it unless
-// the packet leaves its stack (tun ignores kVnetDataValid on writes).
+// the packet leaves its stack. (tun ignores VIRTIO_NET_HDR_F_DATA_VALID on
+// writes: the guest verified every segment flagged only with that.)
 VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
                          size_t l4_len, bool ipv6) {
     const uint8_t *ip = f + l3_off;
