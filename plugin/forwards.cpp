@@ -45,6 +45,11 @@ std::string ForwardSpec::host_string() const {
     return host_v6 ? format_ipv6(host6) : format_ipv4(host4);
 }
 
+std::string ForwardSpec::host_side() const {
+    return std::string(udp ? "udp " : "tcp ") + host_string() + ":" +
+           std::to_string(host_port);
+}
+
 bool ForwardSpec::same_host_side(const ForwardSpec &o) const {
     if (udp != o.udp || host_port != o.host_port || host_v6 != o.host_v6)
         return false;
@@ -55,10 +60,8 @@ bool ForwardSpec::same_host_side(const ForwardSpec &o) const {
 void ForwardTable::check_new(const ForwardSpec &s) const {
     for (const auto &[id, f] : fwds_)
         if (f.same_host_side(s))
-            throw_invalid(std::string(s.udp ? "udp" : "tcp") + " " +
-                          s.host_string() + ":" + std::to_string(s.host_port) +
-                          " is already forwarded (id " + std::to_string(id) +
-                          ")");
+            throw_invalid(s.host_side() + " is already forwarded (id " +
+                          std::to_string(id) + ")");
 }
 
 uint32_t ForwardTable::insert(const ForwardSpec &s) {

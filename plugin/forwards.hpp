@@ -27,6 +27,8 @@ struct ForwardSpec {
     // Validates f against the guest network; throws Error naming the field.
     static ForwardSpec from_c(const rknp_forward &f, const Ipv4Cidr &net);
     std::string host_string() const;
+    // "tcp 127.0.0.1:8080": the host side, for messages.
+    std::string host_side() const;
     bool same_host_side(const ForwardSpec &o) const;
 };
 

@@ -133,10 +133,8 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
     fwds_.check_new(spec);
     on_stack([&](StackLoop &loop) { loop.add_forward(spec); });
     uint32_t id = fwds_.insert(spec);
-    cfg_.logger.info("forward " + std::to_string(id) + ": " +
-                     (spec.udp ? "udp " : "tcp ") + spec.host_string() + ":" +
-                     std::to_string(spec.host_port) + " -> " +
-                     format_ipv4(spec.guest) + ":" +
+    cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
+                     " -> " + format_ipv4(spec.guest) + ":" +
                      std::to_string(spec.guest_port));
     return id;
 }

@@ -292,18 +292,14 @@ void StackLoop::add_forward(const ForwardSpec &f) {
     if (slirp_add_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss), h.len,
                            reinterpret_cast<sockaddr *>(&g), sizeof g,
                            forward_flags(f)) < 0)
-        throw_errno(std::string("forward ") + (f.udp ? "udp " : "tcp ") +
-                        f.host_string() + ":" + std::to_string(f.host_port),
-                    errno != 0 ? errno : EADDRINUSE);
+        throw_errno("forward " + f.host_side(), errno != 0 ? errno : EADDRINUSE);
 }
 
 void StackLoop::remove_forward(const ForwardSpec &f) {
     HostAddr h = host_sockaddr(f);
     if (slirp_remove_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss),
                               h.len, forward_flags(f)) < 0)
-        throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " +
-                                           f.host_string() + ":" +
-                                           std::to_string(f.host_port));
+        throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " + f.host_side());
 }
 
 void StackLoop::run() {
