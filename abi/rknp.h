@@ -25,9 +25,25 @@
  *    is set to NULL.
  *  - Strings are NUL-terminated UTF-8. Strings passed in are copied; the
  *    caller keeps ownership.
- *  - Versioned structs start with struct_size. Initialise them with the
- *    matching *_init function, which sets struct_size and every default;
- *    fields beyond the caller's struct_size take their defaults.
+ *  - Versioned structs start with struct_size: the caller's
+ *    sizeof(struct), as compiled against its copy of this header. A field
+ *    exists for the library when it ends within struct_size. The library
+ *    accepts any struct_size from the struct's first version on (the
+ *    RKNP_*_SIZE_x_y macros below each struct) and never reads or writes a
+ *    byte past it:
+ *      - structs the caller fills (rknp_config, rknp_forward,
+ *        rknp_child_options): fields beyond struct_size take their
+ *        defaults; fields the library does not know (a newer caller's
+ *        tail) are ignored, so check rknp_abi_version() before relying on
+ *        a field newer than the minor the library reports;
+ *      - structs the library fills (rknp_network, rknp_stats,
+ *        rknp_forward_info): it fills the fields it knows within
+ *        struct_size, zeroes the rest of struct_size and leaves
+ *        struct_size as the caller set it.
+ *    Initialise caller-filled structs with the matching *_init function,
+ *    which clears struct_size bytes and sets every default. Appended fields
+ *    default to 0, so a struct whose padding *_init cleared reads as
+ *    defaults wherever the next field lands.
  *  - Nothing here raises C++ exceptions, installs signal handlers or changes
  *    process-wide state (signal dispositions, umask, cwd, namespaces of the
  *    calling thread).
@@ -52,8 +68,15 @@ extern "C" {
 
 /** ABI major: incremented on any incompatible change. */
 #define RKNP_ABI_MAJOR 1
-/** ABI minor: incremented when functions or struct fields are appended. */
-#define RKNP_ABI_MINOR 0
+/**
+ * ABI minor: incremented when functions or struct fields are appended.
+ *   1.0  the first release
+ *   1.1  port forwarding: rknp_forward, rknp_forward_info and the table's
+ *        forward_init, parent_add_forward, parent_remove_forward,
+ *        parent_list_forwards
+ *   1.2  rknp_config.enable_dhcp
+ */
+#define RKNP_ABI_MINOR 2
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -146,12 +169,24 @@ typedef struct rknp_config {
     void *log_user_data;          /* passed to log_fn */
     uint32_t handover_timeout_ms; /* child side wait for the parent's
                                      acknowledgement; default 10000 */
+    /* 1.2 */
+    uint8_t enable_dhcp;          /* 1: libslirp's DHCP server answers the
+                                     guest (leases from .15); default 0:
+                                     the child configures its address
+                                     itself and needs none */
 } rknp_config;
 
+/** Sizes of rknp_config as each minor that changed it defined it. */
+#define RKNP_CONFIG_SIZE_1_0 \
+    (offsetof(rknp_config, handover_timeout_ms) + sizeof(uint32_t))
+#define RKNP_CONFIG_SIZE_1_2 \
+    (offsetof(rknp_config, enable_dhcp) + sizeof(uint8_t))
+
 /**
- * Fills cfg with defaults for a struct of struct_size bytes (pass
- * sizeof(rknp_config)). Returns RKNP_ERR_INVALID_ARGUMENT if cfg is NULL or
- * struct_size is smaller than the version-1 struct. Thread-safe.
+ * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
+ * default the library knows and struct_size. Returns
+ * RKNP_ERR_INVALID_ARGUMENT if cfg is NULL or struct_size is smaller than
+ * RKNP_CONFIG_SIZE_1_0. Thread-safe.
  */
 RKNP_API rknp_status rknp_config_init(rknp_config *cfg, uint32_t struct_size);
 
@@ -196,6 +231,9 @@ typedef struct rknp_network {
     char ipv6_gateway[46];  /* "" unless IPv6 is enabled */
 } rknp_network;
 
+#define RKNP_NETWORK_SIZE_1_0 \
+    (offsetof(rknp_network, ipv6_gateway) + 46)
+
 /**
  * Fills *out (whose struct_size the caller has set) with the network the
  * child uses. Valid on any handle that rknp_parent_new returned.
@@ -234,6 +272,9 @@ typedef struct rknp_stats {
                                       reassembled */
     uint64_t handovers_refused;    /* peers refused on the hand-over socket */
 } rknp_stats;
+
+#define RKNP_STATS_SIZE_1_0 \
+    (offsetof(rknp_stats, handovers_refused) + sizeof(uint64_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
@@ -274,7 +315,12 @@ typedef struct rknp_forward {
     const char *guest_addr; /* IPv4 literal in the CIDR; NULL: the guest */
 } rknp_forward;
 
-/** Fills fwd with defaults for struct_size bytes. Thread-safe. */
+#define RKNP_FORWARD_SIZE_1_1 \
+    (offsetof(rknp_forward, guest_addr) + sizeof(const char *))
+
+/** Clears struct_size bytes of fwd (pass sizeof(rknp_forward)), sets the
+ *  defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if fwd is NULL or
+ *  struct_size is below RKNP_FORWARD_SIZE_1_1. Thread-safe. */
 RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd,
                                        uint32_t struct_size);
 
@@ -308,9 +354,14 @@ typedef struct rknp_forward_info {
     char guest_addr[16];
 } rknp_forward_info;
 
+#define RKNP_FORWARD_INFO_SIZE_1_1 \
+    (offsetof(rknp_forward_info, guest_addr) + 16)
+
 /**
- * Copies up to capacity active forwards (ordered by id) into out, whose
- * elements the caller has set struct_size on, and stores the total number
+ * Copies up to capacity active forwards (ordered by id) into out, an array
+ * whose elements all carry the same struct_size (the caller's
+ * sizeof(rknp_forward_info), which is also the library's step through the
+ * array; RKNP_ERR_INVALID_ARGUMENT if they differ), and stores the total number
  * of forwards in *count (which may exceed capacity: call again with a larger
  * array). out may be NULL when capacity is 0. A closed parent has no
  * forwards (*count is 0). Thread-safe.
@@ -341,7 +392,12 @@ typedef struct rknp_child_options {
     void *log_user_data;
 } rknp_child_options;
 
-/** Fills opts with defaults for struct_size bytes. Thread-safe. */
+#define RKNP_CHILD_OPTIONS_SIZE_1_0 \
+    (offsetof(rknp_child_options, log_user_data) + sizeof(void *))
+
+/** Clears struct_size bytes of opts (pass sizeof(rknp_child_options)), sets
+ *  the defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if opts is NULL
+ *  or struct_size is below RKNP_CHILD_OPTIONS_SIZE_1_0. Thread-safe. */
 RKNP_API rknp_status rknp_child_options_init(rknp_child_options *opts,
                                              uint32_t struct_size);
 
@@ -366,10 +422,12 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
 /* ------------------------------------------------------------------------ */
 
 /**
- * Function table of ABI major 1. Append-only: a field exists when
- * offsetof(field) < struct_size.
+ * Function table of ABI major 1. Append-only: a function exists when its
+ * slot ends within struct_size (offsetof + sizeof <= struct_size); the
+ * comment before each block names the minor that added it.
  */
 typedef struct rknp_api_v1 {
+    /* 1.0 */
     uint32_t struct_size;
     uint32_t abi_major;
     uint32_t abi_minor;
@@ -398,6 +456,7 @@ typedef struct rknp_api_v1 {
     rknp_status (*child_configure)(const rknp_kv *, uint32_t,
                                    const rknp_child_options *, char *,
                                    uint32_t, rknp_error **);
+    /* 1.1 */
     rknp_status (*forward_init)(rknp_forward *, uint32_t);
     rknp_status (*parent_add_forward)(rknp_parent *, const rknp_forward *,
                                       uint32_t *, rknp_error **);
@@ -407,6 +466,11 @@ typedef struct rknp_api_v1 {
                                         rknp_forward_info *, uint32_t,
                                         uint32_t *, rknp_error **);
 } rknp_api_v1;
+
+#define RKNP_API_V1_SIZE_1_0 \
+    (offsetof(rknp_api_v1, child_configure) + sizeof(void (*)(void)))
+#define RKNP_API_V1_SIZE_1_1 \
+    (offsetof(rknp_api_v1, parent_list_forwards) + sizeof(void (*)(void)))
 
 /** Name of the entry point, for dlsym. */
 #define RKNP_GET_API_SYMBOL "rknp_get_api"

@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "parent.hpp"
 #include "rknp.h"
+#include "struct_versions.hpp"
 
 struct rknp_error {
     rknp_status code;
@@ -60,11 +61,17 @@ template <size_t N> void put(char (&dst)[N], const std::string &s) {
     std::memcpy(dst, s.c_str(), s.size() + 1);
 }
 
-// Output structs must be at least as large as this library's version.
-void require_size(uint32_t struct_size, size_t size, const char *name) {
-    if (struct_size < size)
-        rknp::throw_invalid(std::string(name) + ".struct_size " +
-                            std::to_string(struct_size) + " is too small");
+rknp_forward default_forward() {
+    rknp_forward f{};
+    f.struct_size = sizeof f;
+    f.protocol = RKNP_PROTO_TCP;
+    return f;
+}
+
+rknp_child_options default_child_options() {
+    rknp_child_options o{};
+    o.struct_size = sizeof o;
+    return o;
 }
 
 } // namespace
@@ -90,11 +97,8 @@ RKNP_API const char *rknp_library_version(void) {
 }
 
 RKNP_API rknp_status rknp_config_init(rknp_config *cfg, uint32_t struct_size) {
-    if (cfg == nullptr || struct_size < rknp::kConfigV1Size)
-        return RKNP_ERR_INVALID_ARGUMENT;
-    rknp::default_config(*cfg);
-    cfg->struct_size = struct_size < sizeof *cfg ? struct_size : sizeof *cfg;
-    return RKNP_OK;
+    return rknp::init_versioned(cfg, struct_size, rknp::default_config(),
+                                RKNP_CONFIG_SIZE_1_0);
 }
 
 RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg, rknp_parent **out,
@@ -103,7 +107,10 @@ RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg, rknp_parent **out,
         require(cfg != nullptr, "config");
         require(out != nullptr, "out");
         *out = nullptr;
-        *out = new rknp_parent(rknp::ParentConfig::from_c(*cfg));
+        rknp_config c = rknp::read_versioned(*cfg, rknp::default_config(),
+                                             RKNP_CONFIG_SIZE_1_0,
+                                             "rknp_config");
+        *out = new rknp_parent(rknp::ParentConfig::from_c(c));
     });
 }
 
@@ -121,21 +128,19 @@ RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
     return guarded(err, [&] {
         require(p != nullptr, "parent");
         require(out != nullptr, "network");
-        require_size(out->struct_size, sizeof *out, "rknp_network");
         const auto &c = p->impl.config();
-        uint32_t size = out->struct_size;
-        std::memset(out, 0, sizeof *out);
-        out->struct_size = size;
-        out->mtu = c.mtu;
-        put(out->ifname, c.ifname);
-        put(out->ip, rknp::format_ipv4(c.cidr.guest()));
-        out->prefix_len = c.cidr.prefix_len;
-        put(out->gateway, rknp::format_ipv4(c.cidr.gateway()));
+        rknp_network n{};
+        n.mtu = c.mtu;
+        put(n.ifname, c.ifname);
+        put(n.ip, rknp::format_ipv4(c.cidr.guest()));
+        n.prefix_len = c.cidr.prefix_len;
+        put(n.gateway, rknp::format_ipv4(c.cidr.gateway()));
         if (!c.disable_dns) {
-            put(out->dns[out->dns_count++], rknp::format_ipv4(c.cidr.dns()));
-            if (c.ipv6) put(out->dns[out->dns_count++], rknp::kIpv6Dns);
+            put(n.dns[n.dns_count++], rknp::format_ipv4(c.cidr.dns()));
+            if (c.ipv6) put(n.dns[n.dns_count++], rknp::kIpv6Dns);
         }
-        if (c.ipv6) put(out->ipv6_gateway, rknp::kIpv6Gateway);
+        if (c.ipv6) put(n.ipv6_gateway, rknp::kIpv6Gateway);
+        rknp::write_versioned(*out, n, RKNP_NETWORK_SIZE_1_0, "rknp_network");
     });
 }
 
@@ -165,15 +170,16 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
     return guarded(err, [&] {
         require(p != nullptr, "parent");
         require(out != nullptr, "stats");
-        require_size(out->struct_size, sizeof *out, "rknp_stats");
         const auto &s = p->impl.stats();
-        out->tap_attached = s.tap_attached.load() ? 1 : 0;
-        out->frames_from_tap = s.frames_from_tap.load();
-        out->bytes_from_tap = s.bytes_from_tap.load();
-        out->frames_to_tap = s.frames_to_tap.load();
-        out->bytes_to_tap = s.bytes_to_tap.load();
-        out->frames_dropped = s.frames_dropped.load();
-        out->handovers_refused = s.handovers_refused.load();
+        rknp_stats o{};
+        o.tap_attached = s.tap_attached.load() ? 1 : 0;
+        o.frames_from_tap = s.frames_from_tap.load();
+        o.bytes_from_tap = s.bytes_from_tap.load();
+        o.frames_to_tap = s.frames_to_tap.load();
+        o.bytes_to_tap = s.bytes_to_tap.load();
+        o.frames_dropped = s.frames_dropped.load();
+        o.handovers_refused = s.handovers_refused.load();
+        rknp::write_versioned(*out, o, RKNP_STATS_SIZE_1_0, "rknp_stats");
     });
 }
 
@@ -185,11 +191,8 @@ RKNP_API void rknp_parent_free(rknp_parent *p) { delete p; }
 
 RKNP_API rknp_status rknp_child_options_init(rknp_child_options *opts,
                                              uint32_t struct_size) {
-    if (opts == nullptr || struct_size < sizeof *opts)
-        return RKNP_ERR_INVALID_ARGUMENT;
-    std::memset(opts, 0, sizeof *opts);
-    opts->struct_size = sizeof *opts;
-    return RKNP_OK;
+    return rknp::init_versioned(opts, struct_size, default_child_options(),
+                                RKNP_CHILD_OPTIONS_SIZE_1_0);
 }
 
 RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
@@ -208,13 +211,12 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
         std::string netns;
         rknp::Logger log;
         if (opts != nullptr) {
-            if (opts->struct_size < sizeof *opts)
-                rknp::throw_invalid("rknp_child_options.struct_size " +
-                                    std::to_string(opts->struct_size) +
-                                    ": call rknp_child_options_init first");
-            if (opts->detached_netns_path != nullptr)
-                netns = opts->detached_netns_path;
-            log = rknp::Logger(opts->log_fn, opts->log_user_data);
+            rknp_child_options o = rknp::read_versioned(
+                *opts, default_child_options(), RKNP_CHILD_OPTIONS_SIZE_1_0,
+                "rknp_child_options");
+            if (o.detached_netns_path != nullptr)
+                netns = o.detached_netns_path;
+            log = rknp::Logger(o.log_fn, o.log_user_data);
         }
         if (devname != nullptr && devname_len < 16)
             rknp::throw_invalid("devname_len " + std::to_string(devname_len) +
@@ -226,12 +228,8 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
 }
 
 RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd, uint32_t struct_size) {
-    if (fwd == nullptr || struct_size < sizeof *fwd)
-        return RKNP_ERR_INVALID_ARGUMENT;
-    std::memset(fwd, 0, sizeof *fwd);
-    fwd->struct_size = sizeof *fwd;
-    fwd->protocol = RKNP_PROTO_TCP;
-    return RKNP_OK;
+    return rknp::init_versioned(fwd, struct_size, default_forward(),
+                                RKNP_FORWARD_SIZE_1_1);
 }
 
 RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
@@ -242,7 +240,8 @@ RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
         require(p != nullptr, "parent");
         require(fwd != nullptr, "forward");
         require(id_out != nullptr, "id_out");
-        *id_out = p->impl.add_forward(*fwd);
+        *id_out = p->impl.add_forward(rknp::read_versioned(
+            *fwd, default_forward(), RKNP_FORWARD_SIZE_1_1, "rknp_forward"));
     });
 }
 
@@ -263,24 +262,38 @@ RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
         require(p != nullptr, "parent");
         require(count != nullptr, "count");
         require(out != nullptr || capacity == 0, "out");
+        // The caller's elements may be larger or smaller than ours: step
+        // through the array by the caller's struct_size.
+        uint32_t stride = capacity > 0 ? rknp::struct_size_of(out) : 0;
+        if (capacity > 0)
+            rknp::check_struct_size(stride, RKNP_FORWARD_INFO_SIZE_1_1,
+                                    "rknp_forward_info");
+        auto *base = reinterpret_cast<unsigned char *>(out);
+        for (uint32_t i = 1; i < capacity; ++i)
+            if (rknp::struct_size_of(base + size_t(i) * stride) != stride)
+                rknp::throw_invalid("rknp_forward_info[" + std::to_string(i) +
+                                    "].struct_size differs from element 0's");
         auto all = p->impl.forwards();
         *count = uint32_t(all.size());
         uint32_t i = 0;
         for (const auto &[id, f] : all) {
             if (i == capacity) break;
-            rknp_forward_info &o = out[i++];
-            require_size(o.struct_size, sizeof o, "rknp_forward_info");
+            rknp_forward_info o{};
             o.id = id;
             o.protocol = f.udp ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
             o.host_port = f.host_port;
             o.guest_port = f.guest_port;
             put(o.host_addr, f.host_string());
             put(o.guest_addr, rknp::format_ipv4(f.guest));
+            rknp::write_versioned(base + size_t(i++) * stride, &o, sizeof o,
+                                  RKNP_FORWARD_INFO_SIZE_1_1,
+                                  "rknp_forward_info");
         }
     });
 }
 
 static const rknp_api_v1 kApiV1 = {
+    // 1.0
     sizeof(rknp_api_v1),
     RKNP_ABI_MAJOR,
     RKNP_ABI_MINOR,
@@ -301,6 +314,7 @@ static const rknp_api_v1 kApiV1 = {
     rknp_parent_free,
     rknp_child_options_init,
     rknp_child_configure,
+    // 1.1
     rknp_forward_init,
     rknp_parent_add_forward,
     rknp_parent_remove_forward,

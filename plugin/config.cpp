@@ -29,18 +29,15 @@ bool parse_bool(std::string_view key, const std::string &v) {
 
 } // namespace
 
-void default_config(rknp_config &c) {
-    std::memset(&c, 0, sizeof c);
+rknp_config default_config() {
+    rknp_config c{};
     c.struct_size = sizeof c;
     c.mtu = kDefaultMtu;
     c.handover_timeout_ms = kDefaultHandoverTimeoutMs;
+    return c;
 }
 
 ParentConfig ParentConfig::from_c(const rknp_config &c) {
-    if (c.struct_size < kConfigV1Size)
-        throw_invalid("invalid rknp_config.struct_size " +
-                      std::to_string(c.struct_size) +
-                      ": call rknp_config_init first");
     ParentConfig p;
     p.logger = Logger(c.log_fn, c.log_user_data);
     check_u32("mtu", c.mtu, kMtuMin, kMtuMax);
@@ -49,12 +46,13 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     p.ifname = or_default(c.ifname, kDefaultIfname);
     check_ifname("ifname", p.ifname);
     if (c.disable_host_loopback > 1 || c.enable_ipv6 > 1 ||
-        c.disable_dns > 1 || c.disable_offload > 1)
+        c.disable_dns > 1 || c.disable_offload > 1 || c.enable_dhcp > 1)
         throw_invalid("invalid rknp_config: flags must be 0 or 1");
     p.disable_host_loopback = c.disable_host_loopback;
     p.ipv6 = c.enable_ipv6;
     p.disable_dns = c.disable_dns;
     p.offload = !c.disable_offload;
+    p.enable_dhcp = c.enable_dhcp;
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

@@ -28,9 +28,6 @@ inline constexpr uint32_t kIpv6PrefixLen = 64;
 inline constexpr const char *kIpv6Gateway = "fd00::2";
 inline constexpr const char *kIpv6Dns = "fd00::3";
 
-// Version-1 size of rknp_config: callers built against v1 pass this.
-inline constexpr uint32_t kConfigV1Size = sizeof(rknp_config);
-
 struct ParentConfig {
     uint32_t mtu = kDefaultMtu;
     Ipv4Cidr cidr;
@@ -38,6 +35,7 @@ struct ParentConfig {
     bool disable_host_loopback = false;
     bool ipv6 = false;
     bool disable_dns = false;
+    bool enable_dhcp = false;
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;
@@ -46,11 +44,13 @@ struct ParentConfig {
     uint32_t handover_timeout_ms = kDefaultHandoverTimeoutMs;
     Logger logger;
 
-    // Validates every field; throws Error(RKNP_ERR_INVALID_ARGUMENT).
+    // Validates every field of a whole rknp_config (read_versioned gives
+    // one); throws Error(RKNP_ERR_INVALID_ARGUMENT).
     static ParentConfig from_c(const rknp_config &c);
 };
 
-void default_config(rknp_config &c);
+// rknp_config with every default, struct_size = sizeof(rknp_config).
+rknp_config default_config();
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 

@@ -9,10 +9,6 @@
 namespace rknp {
 
 ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
-    if (f.struct_size < sizeof(rknp_forward))
-        throw_invalid("invalid rknp_forward.struct_size " +
-                      std::to_string(f.struct_size) +
-                      ": call rknp_forward_init first");
     ForwardSpec s;
     if (f.protocol != RKNP_PROTO_TCP && f.protocol != RKNP_PROTO_UDP)
         throw_invalid("invalid protocol \"" + std::to_string(f.protocol) +

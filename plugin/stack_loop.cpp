@@ -109,19 +109,22 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
     sc.if_mtu = cfg.mtu;
     sc.if_mru = cfg.mtu;
     sc.disable_host_loopback = cfg.disable_host_loopback;
-    sockaddr_in out4{};
+    // libslirp keeps these pointers and binds each outbound socket through
+    // them later: members, so they live as long as slirp_.
     if (cfg.outbound_addr) {
-        out4.sin_family = AF_INET;
-        out4.sin_addr = in4(*cfg.outbound_addr);
-        sc.outbound_addr = &out4;
+        out4_.sin_family = AF_INET;
+        out4_.sin_addr = in4(*cfg.outbound_addr);
+        sc.outbound_addr = &out4_;
     }
-    sockaddr_in6 out6{};
     if (cfg.outbound_addr6) {
-        out6.sin6_family = AF_INET6;
-        out6.sin6_addr = *cfg.outbound_addr6;
-        sc.outbound_addr6 = &out6;
+        out6_.sin6_family = AF_INET6;
+        out6_.sin6_addr = *cfg.outbound_addr6;
+        sc.outbound_addr6 = &out6_;
     }
     sc.disable_dns = cfg.disable_dns;
+    // The child configures its address itself: no DHCP server for a guest
+    // to poke at unless asked for (SlirpConfig version 4).
+    sc.disable_dhcp = !cfg.enable_dhcp;
     slirp_ = slirp_new(&sc, &kCallbacks, this);
     if (slirp_ == nullptr)
         throw Error(RKNP_ERR_INTERNAL, "libslirp refused the configuration");

@@ -3,6 +3,7 @@
 // atomic Stats and the wake-up eventfd.
 #pragma once
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/types.h>
 
@@ -69,6 +70,11 @@ private:
     Timers timers_;
     std::vector<pollfd> fds_;
     std::vector<uint8_t> frame_;
+    // libslirp keeps SlirpConfig.outbound_addr{,6} (pointers to these) and
+    // binds outbound sockets through them for slirp_'s whole life;
+    // ~StackLoop cleans slirp_ up before members go.
+    sockaddr_in out4_{};
+    sockaddr_in6 out6_{};
     Slirp *slirp_ = nullptr;
 };
 

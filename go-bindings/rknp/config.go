@@ -23,6 +23,7 @@ type Config struct {
 	IPv6Address         string // guest address in fd00::/64; "" for SLAAC
 	DisableDNS          bool   // no DNS forwarder
 	DisableOffload      bool   // plain tap frames: no TSO / checksum offload
+	EnableDHCP          bool   // libslirp's DHCP server answers the guest (ABI 1.2)
 	OutboundAddr        string // host IPv4 address to bind outbound connections to
 	OutboundAddr6       string // host IPv6 address to bind outbound connections to
 	MACAddress          string // tap MAC; "" lets the kernel choose
@@ -55,6 +56,10 @@ func (cc *cConfig) free() {
 // toC fills an rknp_config from cfg. Range checks are the library's job
 // (its messages name the option); only values C cannot carry fail here.
 func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
+	// A library older than 1.2 would silently ignore the field.
+	if _, minor := l.ABIVersion(); cfg.EnableDHCP && minor < 2 {
+		return nil, fmt.Errorf("enable DHCP needs ABI 1.2, the plugin has 1.%d: %w", minor, ErrUnsupported)
+	}
 	cc := &cConfig{}
 	if st := C.rknp_go_config_init(l.api, &cc.c); st != C.RKNP_OK {
 		return nil, fmt.Errorf("config_init: %w", &Error{Code: Code(st)})
@@ -81,6 +86,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.enable_ipv6 = cbool(cfg.IPv6)
 	cc.c.disable_dns = cbool(cfg.DisableDNS)
 	cc.c.disable_offload = cbool(cfg.DisableOffload)
+	cc.c.enable_dhcp = cbool(cfg.EnableDHCP)
 	if logH != 0 {
 		C.rknp_go_config_set_log(&cc.c, C.uintptr_t(logH))
 	}

@@ -59,6 +59,10 @@ var (
 // ABIMajor is the ABI major these bindings speak.
 const ABIMajor = C.RKNP_ABI_MAJOR
 
+// ABIMinor is the minor of the header these bindings were built with;
+// features of later minors are checked against the loaded library's.
+const ABIMinor = C.RKNP_ABI_MINOR
+
 // Library is a loaded plugin. It is never unloaded: stack threads and log
 // callbacks may outlive any single user, and dlclose would race them.
 type Library struct {

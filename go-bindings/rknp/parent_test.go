@@ -33,6 +33,20 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+// The library built next to these bindings speaks their minor, and the 1.2
+// field reaches it (a bad value would be refused, a good one is taken).
+func TestABIMinorAndDHCP(t *testing.T) {
+	l := openPlugin(t)
+	if major, minor := l.ABIVersion(); major != ABIMajor || minor < ABIMinor {
+		t.Fatalf("library ABI %d.%d, bindings built for %d.%d", major, minor, ABIMajor, ABIMinor)
+	}
+	p, err := l.NewParent(Config{EnableDHCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}
+
 func TestNetworkDefaults(t *testing.T) {
 	l := openPlugin(t)
 	p, err := l.NewParent(Config{})

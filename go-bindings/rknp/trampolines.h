@@ -16,9 +16,7 @@
 	((api)->struct_size >= offsetof(rknp_api_v1, field) + sizeof((api)->field) && (api)->field != NULL)
 
 /* Size of the ABI 1.0 table: everything these bindings require. */
-static inline size_t rknp_go_v1_0_size(void) {
-	return offsetof(rknp_api_v1, child_configure) + sizeof(((rknp_api_v1 *)0)->child_configure);
-}
+static inline size_t rknp_go_v1_0_size(void) { return RKNP_API_V1_SIZE_1_0; }
 
 /* Implemented in Go (log_export.go). */
 extern void rknpGoLog(uintptr_t handle, int32_t level, char *msg);

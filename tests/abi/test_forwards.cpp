@@ -212,3 +212,41 @@ TEST_CASE("forwards need a running parent; many threads may add at once") {
     // ... and their host ports are free again.
     for (uint16_t port : ports) CHECK(!port_taken(SOCK_STREAM, port));
 }
+
+TEST_CASE("listing steps through the caller's array by its struct_size") {
+    Running r;
+    uint16_t a = free_port(), b = free_port();
+    uint32_t ida = 0, idb = 0;
+    auto fa = tcp(a, 81), fb = tcp(b, 82);
+    REQUIRE(rknp_parent_add_forward(r.p, &fa, &ida, nullptr) == RKNP_OK);
+    REQUIRE(rknp_parent_add_forward(r.p, &fb, &idb, nullptr) == RKNP_OK);
+    // A newer caller's element: our fields, then some the library lacks.
+    struct Newer {
+        rknp_forward_info info;
+        uint64_t later[3];
+    };
+    std::vector<Newer> list(3);
+    for (auto &n : list) {
+        n.info.struct_size = sizeof n;
+        n.later[0] = n.later[1] = n.later[2] = ~0ull;
+    }
+    uint32_t count = 0;
+    REQUIRE(rknp_parent_list_forwards(r.p, &list[0].info, 3, &count,
+                                      nullptr) == RKNP_OK);
+    CHECK(count == 2);
+    CHECK(list[0].info.id == ida);
+    CHECK(list[0].info.guest_port == 81);
+    CHECK(list[1].info.id == idb);
+    CHECK(list[1].info.guest_port == 82);
+    CHECK(list[1].info.struct_size == sizeof(Newer));
+    CHECK(list[1].later[2] == 0); // zeroed: this library has no such field
+    CHECK(list[2].later[0] == ~0ull); // past count: untouched
+
+    list[1].info.struct_size = sizeof(rknp_forward_info);
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_list_forwards(r.p, &list[0].info, 3, &count, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rknp_error_message(err)) ==
+          "rknp_forward_info[1].struct_size differs from element 0's");
+    rknp_error_free(err);
+}

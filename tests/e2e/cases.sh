@@ -1,7 +1,9 @@
 # The e2e cases (sourced by run.sh). Each takes the driver name, runs under
 # errexit and fails by returning non-zero. Servers are started by run.sh:
 #   127.0.0.1:$PORT4 and [::1]:$PORT6 serve $WWW (file: $FILE_SHA)
-#   198.18.0.2:$PORT_NS in netns $NETNS_HOST serves the same directory
+#   198.18.0.2:$PORT_NS and [$NS_IP6]:$PORT_NS in netns $NETNS_HOST serve
+#   the same directory (logs: $NS_LOG4, $NS_LOG6); the host reaches them
+#   from 198.18.0.1 / fd52:6b6e:2::1, or its secondary .3 / ::3
 #   $DNS_ADDR:53 answers $DNS_NAME -> $DNS_IP
 
 # 1. A file from the host's loopback through the gateway, bytes compared.
@@ -31,7 +33,7 @@ case_dns() {
         sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv" \
         setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups \
         env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" \
-        "$RK" $(drv_flags "$1") --copy-up=/etc -- \
+        RKNP_TEST_RUN="$RKNP_TEST_RUN" "$RK" $(drv_flags "$1") --copy-up=/etc -- \
         sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
     expect "nameserver 10.0.2.3 in the child's resolv.conf" "^nameserver 10\.0\.2\.3\$" "$out"
     expect "resolved $DNS_NAME" "^${DNS_IP//./\\.} " "$out"
@@ -108,6 +110,31 @@ case_netns_host() {
     local sha
     sha=$(rk "$1" --copy-up=/etc --disable-host-loopback -- sh -c "$(fetch_sha "http://198.18.0.2:$PORT_NS/file")")
     expect "file sha256 from 198.18.0.2" "^$FILE_SHA\$" "$sha"
+}
+
+# 4b. The host address outbound connections leave from, as the test host
+# sees it (its server logs each client). The plugin is given the host's
+# secondary addresses (--plugin-outbound-addr{,6}); slirp4netns, which
+# rootlesskit passes no outbound address, shows the defaults 198.18.0.1 and
+# fd52:6b6e:2::1 that the plugin's must differ from.
+case_outbound_addr() {
+    local want4=198.18.0.1 want6=fd52:6b6e:2::1 flags=() tag out
+    if [ "$1" = plugin ]; then
+        want4=198.18.0.3 want6=fd52:6b6e:2::3
+        flags=(--plugin-outbound-addr="$want4" --plugin-outbound-addr6="$want6")
+    fi
+    tag=outbound-$1-$RANDOM
+    out=$(rk "$1" --copy-up=/etc --ipv6 "${flags[@]}" -- sh -c "
+        for i in \$(seq 100); do
+            ip -6 -o addr show dev tap0 scope global | grep -v tentative | grep -q 'inet6 fd00::' && break
+            sleep 0.1
+        done
+        echo sha4=\$($(fetch_sha "http://198.18.0.2:$PORT_NS/file?$tag"))
+        echo sha6=\$($(fetch_sha "http://[$NS_IP6]:$PORT_NS/file?$tag"))")
+    expect "fetch over IPv4" "^sha4=$FILE_SHA\$" "$out"
+    expect "the test host saw IPv4 source $want4" "^${want4//./\\.} - - .*\"GET /file\\?$tag " "$(cat "$NS_LOG4")"
+    expect "fetch over IPv6" "^sha6=$FILE_SHA\$" "$out"
+    expect "the test host saw IPv6 source $want6" "^$want6 - - .*\"GET /file\\?$tag " "$(cat "$NS_LOG6")"
 }
 
 # 5. The child's exit status propagates; afterwards no rootlesskit process,

@@ -1,6 +1,7 @@
 # Helpers for tests/e2e/run.sh (sourced; runs as root).
 # Everything started here is recorded in BG_PIDS / NETNS_CREATED and torn
-# down by e2e_cleanup.
+# down by e2e_cleanup; every process carries this run's RKNP_TEST_RUN
+# marker (tests/lib/run_marker.sh), by which run.sh finds leftovers.
 
 E2E_USER=${E2E_USER:-rknptest}
 PY=${PYTHON:-/usr/bin/python3} # not a pyenv shim: the test user runs it too
@@ -10,6 +11,8 @@ BG_PIDS=()
 NETNS_CREATED=""
 FAILURES=0
 PASSES=0
+# shellcheck source=tests/lib/run_marker.sh
+. "$E2E_DIR/../lib/run_marker.sh"
 
 log() { echo "# $*" >&2; }
 
@@ -81,7 +84,12 @@ start_dns() {
 }
 
 # setup_netns_host: a "remote" host in a netns this test owns, reached over
-# a veth pair: 198.18.0.1 (host side) <-> 198.18.0.2 (test netns).
+# a veth pair: 198.18.0.1 and fd52:6b6e:2::1 (host side) <-> 198.18.0.2 and
+# fd52:6b6e:2::2 (test netns). The host side also has the secondary
+# addresses 198.18.0.3 and fd52:6b6e:2::3 for the outbound_addr case; the
+# IPv4 default source is the first address added, the IPv6 one (on a tie)
+# the last, hence ::3 before ::1. No duplicate address detection, so the
+# IPv6 addresses work at once.
 setup_netns_host() {
     ip netns del "$NETNS_HOST" 2>/dev/null || true
     ip link del "$VETH_HOST" 2>/dev/null || true
@@ -89,14 +97,21 @@ setup_netns_host() {
     NETNS_CREATED=$NETNS_HOST
     ip link add "$VETH_HOST" type veth peer name "$VETH_NS"
     ip link set "$VETH_NS" netns "$NETNS_HOST"
+    sysctl -qw "net.ipv6.conf.$VETH_HOST.accept_dad=0"
+    ip netns exec "$NETNS_HOST" sysctl -qw "net.ipv6.conf.$VETH_NS.accept_dad=0"
     ip addr add 198.18.0.1/24 dev "$VETH_HOST"
+    ip addr add 198.18.0.3/24 dev "$VETH_HOST"
+    ip addr add fd52:6b6e:2::3/64 dev "$VETH_HOST" nodad
+    ip addr add fd52:6b6e:2::1/64 dev "$VETH_HOST" nodad
     ip link set "$VETH_HOST" up
     ip -n "$NETNS_HOST" addr add 198.18.0.2/24 dev "$VETH_NS"
+    ip -n "$NETNS_HOST" addr add fd52:6b6e:2::2/64 dev "$VETH_NS" nodad
     ip -n "$NETNS_HOST" link set "$VETH_NS" up
     ip -n "$NETNS_HOST" link set lo up
 }
 
-e2e_cleanup() {
+# stop_background: ends the servers run.sh started.
+stop_background() {
     local p
     for p in "${BG_PIDS[@]}"; do
         kill "$p" 2>/dev/null || true
@@ -104,6 +119,28 @@ e2e_cleanup() {
     for p in "${BG_PIDS[@]}"; do
         wait "$p" 2>/dev/null || true
     done
+    BG_PIDS=()
+}
+
+# check_leftovers: after stop_background, one PASS/FAIL line: no process of
+# this run may be left (a case that did not end what it started); ends any.
+check_leftovers() {
+    local left
+    if left=$(run_leftovers); then
+        echo "PASS no process started by this run is left"
+        PASSES=$((PASSES + 1))
+        return 0
+    fi
+    echo "FAIL no process started by this run is left; still running:"
+    echo "$left" | sed 's/^/    | /'
+    FAILURES=$((FAILURES + 1))
+    kill_run_processes >/dev/null
+}
+
+e2e_cleanup() {
+    stop_background
+    # After an early exit check_leftovers has not run: end what is left.
+    kill_run_processes >&2
     if [ -n "$NETNS_CREATED" ]; then
         ip link del "$VETH_HOST" 2>/dev/null || true
         ip netns del "$NETNS_CREATED" 2>/dev/null || true
@@ -121,11 +158,12 @@ drv_flags() {
 }
 
 # user_argv CMD...: sets ARGV to CMD run as the test user with a clean
-# environment, bounded in time. setpriv and env exec, so signals sent to
-# the timeout process reach CMD.
+# environment (but this run's marker), bounded in time. setpriv and env
+# exec, so signals sent to the timeout process reach CMD.
 user_argv() {
     ARGV=(timeout -k 5 "$RK_TIMEOUT" setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups
-        env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" "$@")
+        env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp"
+        RKNP_TEST_RUN="$RKNP_TEST_RUN" "$@")
 }
 
 # rk_argv DRIVER FLAGS... -- CMD...: sets ARGV to rootlesskit as the user.

@@ -9,7 +9,8 @@
 # (ports_* cases; see go-bindings/README.md), slirp4netns, uidmap,
 # iproute2, curl, python3, util-linux. Traffic goes only to loopback and to
 # a network namespace this script creates. Prints one PASS/FAIL line per
-# case and driver; exits non-zero if any failed.
+# case and driver, and one for the check that no process it started is
+# left; exits non-zero if any failed.
 set -euo pipefail
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -66,16 +67,22 @@ start_http ::1 "$PORT6" "$SCRATCH/www"
 start_dns
 setup_netns_host
 PORT_NS=18080
+NS_IP6=fd52:6b6e:2::2
 start_http 198.18.0.2 "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"
+start_http "$NS_IP6" "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"
+NS_LOG4=$SCRATCH/logs/http-198.18.0.2-$PORT_NS.log
+NS_LOG6=$SCRATCH/logs/http-$NS_IP6-$PORT_NS.log
 log "rootlesskit: $("$RK" --version)"
-log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 198.18.0.2:$PORT_NS dns $DNS_ADDR:53"
+log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 198.18.0.2:$PORT_NS [$NS_IP6]:$PORT_NS dns $DNS_ADDR:53"
 
-ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ifname netns_host exit_code api_info port_builtin ports_plugin ports_builtin ports_plugin_dhl"
+ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ifname netns_host outbound_addr exit_code api_info port_builtin ports_plugin ports_builtin ports_plugin_dhl"
 for c in ${E2E_CASES:-$ALL_CASES}; do
     for d in ${E2E_DRIVERS:-plugin slirp4netns}; do
         run_case "$c" "$d" "case_$c"
     done
 done
 
+stop_background
+check_leftovers
 echo "e2e: $PASSES passed, $FAILURES failed"
 [ "$FAILURES" = 0 ]

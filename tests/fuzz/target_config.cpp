@@ -4,7 +4,7 @@
 // (std::out_of_range, a crash, a sanitizer report) is a finding.
 //
 // Input: struct_size selector, mtu, flag bytes, timeout, a presence mask,
-// then the six strings, each NUL-terminated.
+// then the six strings, each NUL-terminated, then enable_dhcp.
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "fuzz_input.hpp"
+#include "struct_versions.hpp"
 
 using namespace rknp;
 
@@ -43,11 +44,13 @@ void check_roundtrip(const ParentConfig &p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz::Input in(data, size);
-    rknp_config c;
-    default_config(c);
-    // Mostly the v1 size; sometimes too small (must be refused) or larger.
+    rknp_config c = default_config();
+    // Mostly the whole struct; sometimes too small (must be refused), an
+    // older minor's size (its missing tail takes defaults) or larger.
     uint8_t sel = in.u8();
-    c.struct_size = sel < 200 ? uint32_t(sizeof c) : uint32_t(sel) - 180;
+    c.struct_size = sel < 200   ? uint32_t(sizeof c)
+                    : sel < 240 ? uint32_t(RKNP_CONFIG_SIZE_1_0)
+                                : uint32_t(sel) - 180;
     if (in.u8() & 1) c.mtu = in.u32();
     c.disable_host_loopback = in.u8();
     c.enable_ipv6 = in.u8();
@@ -62,8 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               &c.outbound_addr6, &c.mac_address};
     for (int i = 0; i < 6; ++i)
         if (present & (1u << i)) *fields[i] = s[i].c_str();
+    c.enable_dhcp = in.u8(); // last: older seeds leave it 0
     try {
-        check_roundtrip(ParentConfig::from_c(c));
+        check_roundtrip(ParentConfig::from_c(read_versioned(
+            c, default_config(), RKNP_CONFIG_SIZE_1_0, "rknp_config")));
     } catch (const Error &e) {
         fuzz::require(e.code() == RKNP_ERR_INVALID_ARGUMENT,
                       "validation error with a code other than INVALID_ARGUMENT");

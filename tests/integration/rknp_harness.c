@@ -8,6 +8,7 @@
  * usage: rknp-harness [options] -- COMMAND [ARGS...]
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
+ *   --outbound-addr6 A
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
@@ -30,6 +31,16 @@ static void die(const char *what, rknp_error *err) {
     fprintf(stderr, "rknp-harness: %s: %s\n", what, rknp_error_message(err));
     rknp_error_free(err);
     exit(2);
+}
+
+/* Set-up failed after rknp_parent_new: release everything, so that under
+ * the asan preset LeakSanitizer does not turn exit status 2 into an abort. */
+static int setup_failed(rknp_parent *p, test_child *child, const char *state_dir) {
+    if (child != NULL) test_child_abandon(child);
+    rknp_parent_free(p);
+    if (state_dir != NULL) rmdir(state_dir);
+    if (log_file != stderr) fclose(log_file);
+    return 2;
 }
 
 int main(int argc, char **argv) {
@@ -57,6 +68,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--mac") == 0) cfg.mac_address = v;
         else if (strcmp(a, "--ipv6-address") == 0) cfg.ipv6_address = v;
         else if (strcmp(a, "--outbound-addr") == 0) cfg.outbound_addr = v;
+        else if (strcmp(a, "--outbound-addr6") == 0) cfg.outbound_addr6 = v;
         else if (strcmp(a, "--detach-netns") == 0) netns = v;
         else if (strcmp(a, "--forward") == 0 && nforwards < 16) forwards[nforwards++] = argv[i];
         else if (strcmp(a, "--log") == 0) {
@@ -73,13 +85,20 @@ int main(int argc, char **argv) {
     if (rknp_parent_new(&cfg, &parent, &err) != RKNP_OK) die("config", err);
 
     char state_dir[] = "/tmp/rknp-harness.XXXXXX";
-    if (mkdtemp(state_dir) == NULL) { perror("mkdtemp"); return 2; }
+    if (mkdtemp(state_dir) == NULL) {
+        perror("mkdtemp");
+        return setup_failed(parent, NULL, NULL);
+    }
     test_child child;
     if (test_child_spawn(&child, "rknp-harness", netns, argv + i, test_log_line,
                          log_file) != 0)
-        return 2;
+        return setup_failed(parent, NULL, state_dir);
     pid_t pid = child.pid;
-    if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) die("start", err);
+    if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) {
+        fprintf(stderr, "rknp-harness: start: %s\n", rknp_error_message(err));
+        rknp_error_free(err);
+        return setup_failed(parent, &child, state_dir);
+    }
 
     for (int f = 0; f < nforwards; f++) {
         rknp_forward fw;
@@ -88,16 +107,21 @@ int main(int argc, char **argv) {
         char *hp = strtok(NULL, ","), *gp = strtok(NULL, ",");
         if (proto == NULL || host == NULL || hp == NULL || gp == NULL) {
             fprintf(stderr, "rknp-harness: bad --forward\n");
-            return 2;
+            return setup_failed(parent, &child, state_dir);
         }
         fw.protocol = strcmp(proto, "udp") == 0 ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
         fw.host_addr = host;
         fw.host_port = (uint32_t)strtoul(hp, NULL, 10);
         fw.guest_port = (uint32_t)strtoul(gp, NULL, 10);
         uint32_t id;
-        if (rknp_parent_add_forward(parent, &fw, &id, &err) != RKNP_OK) die("forward", err);
+        if (rknp_parent_add_forward(parent, &fw, &id, &err) != RKNP_OK) {
+            fprintf(stderr, "rknp-harness: forward: %s\n", rknp_error_message(err));
+            rknp_error_free(err);
+            return setup_failed(parent, &child, state_dir);
+        }
     }
-    if (test_child_send_opaque(&child, "rknp-harness", parent) != 0) return 2;
+    if (test_child_send_opaque(&child, "rknp-harness", parent) != 0)
+        return setup_failed(parent, &child, state_dir);
 
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -114,6 +138,7 @@ int main(int argc, char **argv) {
     rknp_parent_close(parent);
     rknp_parent_free(parent);
     rmdir(state_dir);
+    if (log_file != stderr) fclose(log_file);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);
 }

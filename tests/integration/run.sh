@@ -13,7 +13,7 @@ HARNESS=$BUILD/bin/rknp-harness
 HOSTNS=rknp-it-host
 DETNS=rknp-it-detached
 cleanup() {
-    stop_background
+    end_run
     ip netns del "$HOSTNS" 2>/dev/null || true
     ip link del rknp-it-veth0 2>/dev/null || true
     ip netns del "$DETNS" 2>/dev/null || true
@@ -93,7 +93,7 @@ STREAM=$BUILD/bin/rknp-rel-stream
 STREAM_PORT=$(free_port)
 "$STREAM" serve ::1 "$STREAM_PORT" --ready-file "$SCRATCH/stream.ready" \
     >/dev/null 2>&1 &
-BG_PIDS+=($!)
+track_bg $!
 ipv6_stream_case() {
     for _ in $(seq 100); do [ -e "$SCRATCH/stream.ready" ] && break; sleep 0.05; done
     local mtu
@@ -122,22 +122,64 @@ check "disable-dns: nothing answers on 10.0.2.3" \
     "ip -o addr show tap0 | grep -q 10.0.2.100 || exit 1
      python3 '$TESTS_LIB/dns_query.py' 10.0.2.3 rknp-test.example && exit 0 || exit 42"
 
-veth_case() {
+# A test host in a netns made here, behind a veth pair. The host's end has
+# a primary and a secondary address of each family, so the test host's
+# servers (which log each client's address) tell whether outbound_addr
+# picked the source. IPv4 takes the first address added as the default
+# source, IPv6 (on a tie) the last one: ::3 goes first so that ::1 is the
+# default. No duplicate address detection, so the addresses work at once.
+TH4=198.18.1.2
+TH6=fd52:6b6e:1::2
+setup_test_host() {
     ip netns add "$HOSTNS"
     ip link add rknp-it-veth0 type veth peer name rknp-it-veth1
     ip link set rknp-it-veth1 netns "$HOSTNS"
+    sysctl -qw net.ipv6.conf.rknp-it-veth0.accept_dad=0
+    ip netns exec "$HOSTNS" sysctl -qw net.ipv6.conf.rknp-it-veth1.accept_dad=0
     ip addr add 198.18.1.1/24 dev rknp-it-veth0
+    ip addr add 198.18.1.3/24 dev rknp-it-veth0
+    ip addr add fd52:6b6e:1::3/64 dev rknp-it-veth0 nodad
+    ip addr add fd52:6b6e:1::1/64 dev rknp-it-veth0 nodad
     ip link set rknp-it-veth0 up
-    ip -n "$HOSTNS" addr add 198.18.1.2/24 dev rknp-it-veth1
+    ip -n "$HOSTNS" addr add "$TH4/24" dev rknp-it-veth1
+    ip -n "$HOSTNS" addr add "$TH6/64" dev rknp-it-veth1 nodad
     ip -n "$HOSTNS" link set rknp-it-veth1 up
     ip -n "$HOSTNS" link set lo up
-    ip netns exec "$HOSTNS" python3 -m http.server --bind 198.18.1.2 \
-        --directory "$SCRATCH" "$PORT" >/dev/null 2>&1 &
-    BG_PIDS+=($!)
-    wait_port 198.18.1.2 "$PORT"
-    fetch_ok "http://198.18.1.2:$PORT/payload"
+    local a
+    for a in "$TH4" "$TH6"; do
+        ip netns exec "$HOSTNS" python3 -m http.server --bind "$a" \
+            --directory "$SCRATCH" "$PORT" 2>"$SCRATCH/testhost-$a.log" >/dev/null &
+        track_bg $!
+        wait_port "$a" "$PORT"
+    done
 }
-check "test host behind a veth pair (non-loopback destination)" veth_case
+setup_test_host
+
+# from_test_host URL WANT [harness options]: the guest fetches URL from
+# the test host (payload intact); the test host logged WANT as the
+# connection's source address.
+from_test_host() {
+    local url=$1 want=$2 tag got addr
+    shift 2
+    tag=req$RANDOM$RANDOM
+    addr=${url#http://}
+    addr=${addr%:*}
+    addr=${addr#[}
+    addr=${addr%]}
+    fetch_ok "$url?$tag" "$@" || return 1
+    got=$(sed -n "s|^\([^ ]*\) - - .*\"GET /[^ ?]*?$tag HTTP.*|\1|p" "$SCRATCH/testhost-$addr.log")
+    [ "$got" = "$want" ] || { echo "the test host saw the connection from '$got', want $want"; return 1; }
+    echo "ok: the test host saw $got"
+}
+
+check "test host behind a veth pair: payload intact, source the host's primary 198.18.1.1" \
+    from_test_host "http://$TH4:$PORT/payload" 198.18.1.1
+check "outbound_addr: the test host sees the configured secondary 198.18.1.3" \
+    from_test_host "http://$TH4:$PORT/payload" 198.18.1.3 --outbound-addr 198.18.1.3
+check "IPv6 test host behind the veth pair: source the host's default fd52:6b6e:1::1" \
+    from_test_host "http://[$TH6]:$PORT/payload" fd52:6b6e:1::1 --ipv6
+check "outbound_addr6: the test host sees the configured fd52:6b6e:1::3" \
+    from_test_host "http://[$TH6]:$PORT/payload" fd52:6b6e:1::3 --ipv6 --outbound-addr6 fd52:6b6e:1::3
 
 detached_case() {
     ip netns add "$DETNS"
@@ -176,7 +218,7 @@ check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forwa
 # (which would wait for it to close its output).
 UDP_PORT=$(free_port)
 python3 "$TESTS_LIB/udp_echo.py" 127.0.0.1 "$UDP_PORT" >/dev/null 2>&1 &
-BG_PIDS+=($!)
+track_bg $!
 # Datagrams over the MTU leave the guest as IPv4 fragments, which rknp
 # reassembles (libslirp 4.7.0's own reassembly crashes: plugin/reassembly.hpp);
 # the replies come back fragmented by libslirp.
@@ -195,9 +237,9 @@ exit_code_case() {
 }
 check "the command's exit code propagates" exit_code_case
 
+# By this run's marker, not by name: a concurrent run's harness is not ours.
 no_leftovers() {
-    ! pgrep -u "$RKNP_TEST_USER" -x rknp-harness &&
-        [ "$(harness_state)" = "$STATE_BEFORE" ]
+    run_leftovers rknp-harness && [ "$(harness_state)" = "$STATE_BEFORE" ]
 }
 check "no harness process or state directory left behind" no_leftovers
 

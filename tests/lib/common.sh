@@ -1,10 +1,24 @@
-# Shared helpers for the integration and e2e scripts (sourced, run as root).
-# Provides: test user set-up, loopback servers, PASS/FAIL bookkeeping.
+# Shared helpers for the integration, reliability and demo scripts
+# (sourced, run as root). Provides: test user set-up, loopback servers,
+# PASS/FAIL bookkeeping, and the end-of-suite check that nothing started is
+# left.
 
 RKNP_TEST_USER=${RKNP_TEST_USER:-rknptest}
 TESTS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FAILURES=0
 BG_PIDS=()
+# shellcheck source=tests/lib/run_marker.sh
+source "$TESTS_LIB/run_marker.sh"
+# `check` runs each case in a command substitution, where BG_PIDS+=(...)
+# is lost: track_bg also notes the pid in this file, which stop_background
+# reads.
+BG_PID_FILE=/tmp/rknp-bg.$RKNP_TEST_RUN
+
+# track_bg PID: stop_background ends PID (also from inside a case).
+track_bg() {
+    BG_PIDS+=("$1")
+    echo "$1" >>"$BG_PID_FILE"
+}
 
 # /dev/net/tun as distros ship it, and an unprivileged user with subids.
 setup_test_user() {
@@ -37,7 +51,7 @@ free_port() {
 # start_http ADDR PORT DIR: python http.server in the background.
 start_http() {
     python3 -m http.server --bind "$1" --directory "$3" "$2" >/dev/null 2>&1 &
-    BG_PIDS+=($!)
+    track_bg $!
     wait_port "$1" "$2"
 }
 
@@ -46,7 +60,7 @@ start_dns() {
     local addr=$1
     shift
     python3 "$TESTS_LIB/dns_server.py" "$addr" 53 "$@" >/dev/null 2>&1 &
-    BG_PIDS+=($!)
+    track_bg $!
     for _ in $(seq 50); do
         python3 "$TESTS_LIB/dns_query.py" "$addr" "${1%%=*}" >/dev/null 2>&1 && return 0
         sleep 0.1
@@ -66,10 +80,33 @@ wait_port() {
     return 1
 }
 
+# stop_background: ends what track_bg (or BG_PIDS+=) recorded. Pids from
+# the file may belong to no child of this shell: they are ended only while
+# they still carry this run's marker (a reused pid does not), and awaited
+# by polling.
 stop_background() {
-    for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    local p others=()
+    if [ -f "$BG_PID_FILE" ]; then
+        while read -r p; do
+            [[ " ${BG_PIDS[*]} " == *" $p "* ]] && continue
+            grep -qzx "RKNP_TEST_RUN=$RKNP_TEST_RUN" "/proc/$p/environ" 2>/dev/null &&
+                others+=("$p")
+        done <"$BG_PID_FILE"
+        rm -f "$BG_PID_FILE"
+    fi
+    for p in "${BG_PIDS[@]}" "${others[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    for p in "${others[@]}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    done
     BG_PIDS=()
+}
+
+# end_run: for an EXIT trap; stop_background, then whatever else of this
+# run still runs (after a failure, finish's check may not have run).
+end_run() {
+    stop_background
+    kill_run_processes >&2
 }
 
 # check NAME CMD...: runs CMD, records PASS/FAIL.
@@ -98,7 +135,20 @@ check_fails() {
     fi
 }
 
+# finish: the suite's last call. Ends the background servers, then fails
+# the suite if any process it started is still running (a case that did
+# not end what it started), and ends those.
 finish() {
+    stop_background
+    local left
+    if left=$(run_leftovers); then
+        echo "PASS no process started by this run is left"
+    else
+        echo "FAIL no process started by this run is left; still running:"
+        echo "$left" | sed 's/^/    /'
+        FAILURES=$((FAILURES + 1))
+        kill_run_processes >/dev/null
+    fi
     if [ "$FAILURES" -ne 0 ]; then
         echo "$FAILURES check(s) failed"
         return 1

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void test_log_line(void *user, int32_t level, const char *msg) {
@@ -133,9 +134,17 @@ int test_child_spawn(test_child *c, const char *prog, const char *netns,
     close(up[0]);
     if (n != 1) {
         fprintf(stderr, "%s: the child died while setting up its namespaces\n", prog);
+        test_child_abandon(c);
         return -1;
     }
     return 0;
+}
+
+void test_child_abandon(test_child *c) {
+    if (c->opaque_fd >= 0) close(c->opaque_fd);
+    c->opaque_fd = -1;
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
 int test_child_send_opaque(test_child *c, const char *prog, const rknp_parent *p) {

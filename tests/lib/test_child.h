@@ -36,4 +36,8 @@ int test_child_spawn(test_child *c, const char *prog, const char *netns,
  * message on stderr. */
 int test_child_send_opaque(test_child *c, const char *prog, const rknp_parent *p);
 
+/* For a caller whose set-up failed after test_child_spawn: closes the pipe,
+ * kills the child and reaps it. */
+void test_child_abandon(test_child *c);
+
 #endif

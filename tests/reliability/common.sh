@@ -17,7 +17,7 @@ cp "$REL_DIR"/*.py "$SCRATCH/" && chmod 0644 "$SCRATCH"/*.py
 touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"
 rel_state() { find /tmp -maxdepth 1 -name 'rknp-rel.*' | sort; }
 STATE_BEFORE=$(rel_state)
-trap 'stop_background; rm -rf "$SCRATCH"' EXIT
+trap 'end_run; rm -rf "$SCRATCH"' EXIT
 
 # serve PORT [server options]: a stream server on host 127.0.0.1.
 serve() {
@@ -26,7 +26,7 @@ serve() {
     rm -f "$SCRATCH/ready.$port"
     "$STREAM" serve 127.0.0.1 "$port" --ready-file "$SCRATCH/ready.$port" "$@" \
         2>>"$SCRATCH/server.log" &
-    BG_PIDS+=($!)
+    track_bg $!
     for _ in $(seq 100); do [ -e "$SCRATCH/ready.$port" ] && return 0; sleep 0.05; done
     echo "stream server on $port did not start"
     return 1

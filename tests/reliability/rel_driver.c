@@ -53,7 +53,18 @@ static void fail(const char *fmt, const char *detail) {
 static void check(rknp_status st, rknp_error *err, const char *what) {
     if (st == RKNP_OK) return;
     fprintf(stderr, "rknp-rel-driver: %s: %s\n", what, rknp_error_message(err));
+    rknp_error_free(err);
     exit(2);
+}
+
+/* Setup failed after rknp_parent_new: release everything (the asan preset
+ * runs this under LeakSanitizer, so a leak would hide the real error). */
+static int setup_failed(rknp_parent *p, char *before, const char *state_dir) {
+    rknp_parent_free(p);
+    if (state_dir != NULL) rmdir(state_dir);
+    free(before);
+    if (log_file != stderr) fclose(log_file);
+    return 2;
 }
 
 static double now_s(void) {
@@ -172,19 +183,27 @@ int main(int argc, char **argv) {
     check(rknp_parent_new(&cfg, &parent, &err), err, "config");
 
     char state_dir[] = "/tmp/rknp-rel.XXXXXX";
-    if (mkdtemp(state_dir) == NULL) return 2;
+    if (mkdtemp(state_dir) == NULL) return setup_failed(parent, before, NULL);
     test_child child;
     if (test_child_spawn(&child, "rknp-rel-driver", NULL, argv + i, test_log_line,
                          log_file) != 0)
-        return 2;
+        return setup_failed(parent, before, state_dir);
     pid_t pid = child.pid;
-    check(rknp_parent_start(parent, state_dir, pid, &err), err, "start");
+    if (rknp_parent_start(parent, state_dir, pid, &err) != RKNP_OK) {
+        fprintf(stderr, "rknp-rel-driver: start: %s\n", rknp_error_message(err));
+        rknp_error_free(err);
+        test_child_abandon(&child);
+        return setup_failed(parent, before, state_dir);
+    }
     if (hold != NULL) {
         printf("socket %s/rknp.sock\n", state_dir);
         fflush(stdout);
         while (access(hold, F_OK) != 0) sleep_ms(20);
     }
-    if (test_child_send_opaque(&child, "rknp-rel-driver", parent) != 0) return 2;
+    if (test_child_send_opaque(&child, "rknp-rel-driver", parent) != 0) {
+        test_child_abandon(&child);
+        return setup_failed(parent, before, state_dir);
+    }
 
     rknp_stats st;
     double t0 = now_s();
@@ -271,5 +290,6 @@ int main(int argc, char **argv) {
     free(before);
     free(after);
     free(attached);
+    if (log_file != stderr) fclose(log_file);
     return failures ? 1 : 0;
 }

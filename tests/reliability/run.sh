@@ -1,7 +1,8 @@
 #!/bin/bash
-# The whole reliability suite (as root): ABI misuse and frame-guard unit
-# tests, fault tests, integrity under load (512 connections, 3 GiB + 1 GiB
-# transfer) and valgrind. Builds first unless NO_BUILD=1. About 1-2 min.
+# The whole reliability suite (as root): ABI misuse, frame-guard and
+# concurrent-caller tests, fault tests, integrity under load (512
+# connections, 3 GiB + 1 GiB transfer) and valgrind. Builds first unless
+# NO_BUILD=1. About 1-2 min.
 #   BUILD_DIR (default <repo>/build); REL_* knobs: see load.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,7 @@ step() {
 }
 step "ABI misuse and hostile hand-over peers" "$BUILD/bin/rknp-rel-abi-tests"
 step "frame guard" "$BUILD/bin/rknp-rel-unit-tests"
+step "stack thread against concurrent callers and close" "$BUILD/bin/rknp-rel-thread-tests"
 step "fuzz corpus replay" ctest --test-dir "$BUILD" -L fuzz --output-on-failure
 step "faults" "$ROOT/tests/reliability/faults.sh" "$BUILD"
 step "integrity under load" "$ROOT/tests/reliability/load.sh" "$BUILD"

@@ -39,6 +39,43 @@ std::span<uint8_t> prep(std::vector<uint8_t> &f, bool vnet) {
     return prepare_guest_frame(f, vnet);
 }
 
+// RFC 1071 over big-endian words, byte by byte: independent of
+// plugin/checksum.cpp's little-endian 8-byte loop.
+uint16_t inet_checksum(const std::vector<uint8_t> &b) {
+    uint32_t sum = 0;
+    for (size_t i = 0; i < b.size(); i += 2)
+        sum += uint32_t(b[i] << 8 | (i + 1 < b.size() ? b[i + 1] : 0));
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return uint16_t(~sum);
+}
+
+// 10.0.2.100 -> 10.0.2.2 (DF) carrying l4 (proto 6 or 17), as the guest
+// sends it with a partial checksum: the field holds the folded, not
+// complemented, pseudo-header sum (what Linux leaves for CHECKSUM_PARTIAL).
+// want gets the checksum the segment must leave with.
+std::vector<uint8_t> partial_frame(uint8_t proto, std::vector<uint8_t> l4,
+                                   size_t field, uint16_t &want) {
+    std::vector<uint8_t> pseudo = {10, 0, 2, 100, 10, 0, 2, 2, 0, proto,
+                                   uint8_t(l4.size() >> 8), uint8_t(l4.size())};
+    auto whole = pseudo;
+    whole.insert(whole.end(), l4.begin(), l4.end()); // checksum field is 0
+    want = inet_checksum(whole);
+    uint16_t partial = uint16_t(~inet_checksum(pseudo));
+    l4[field] = uint8_t(partial >> 8);
+    l4[field + 1] = uint8_t(partial);
+    auto f = ipv4_frame(0x4000, l4.size());
+    f[14 + 9] = proto;
+    std::memcpy(f.data() + 12 + 14, pseudo.data(), 8);
+    std::memcpy(f.data() + 34, l4.data(), l4.size());
+    return f;
+}
+
+std::vector<uint8_t> payload(size_t n) {
+    std::vector<uint8_t> p(n);
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(i * 37 + 11);
+    return p;
+}
+
 } // namespace
 
 TEST_CASE("IPv4 fragments are diverted to reassembly, in order or not") {
@@ -71,18 +108,50 @@ TEST_CASE("unfragmented IPv4 (DF or the reserved bit) and other frames pass") {
     CHECK(prep(runt, false).size() == 5);
 }
 
-TEST_CASE("vnet header: stripped, checksum completed, bogus offsets dropped") {
+TEST_CASE("vnet header: stripped, partial checksums completed exactly, bogus offsets dropped") {
+    // A TCP segment (odd length: the last byte is summed alone) and a UDP
+    // datagram; only the two checksum bytes may change.
+    struct Case {
+        uint8_t proto;
+        uint16_t offset;
+        std::vector<uint8_t> l4;
+    };
+    auto tcp = payload(20 + 1461);
+    tcp[12] = 0x50; // data offset 5, no options
+    tcp[16] = tcp[17] = 0;
+    auto udp = payload(8 + 61);
+    udp[4] = 0;
+    udp[5] = 8 + 61;
+    udp[6] = udp[7] = 0;
+    for (auto &c : {Case{6, 16, tcp}, Case{17, 6, udp}}) {
+        CAPTURE(int(c.proto));
+        uint16_t want = 0;
+        auto f = partial_frame(c.proto, c.l4, c.offset, want);
+        REQUIRE(want != 0); // 0 would be ambiguous for UDP
+        VnetHdr h{};
+        h.flags = kVnetNeedsCsum;
+        h.csum_start = 34;
+        h.csum_offset = c.offset;
+        auto v = with_vnet(f, h);
+        auto out = prep(v, true);
+        REQUIRE(out.size() == f.size());
+        CHECK(out.data() == v.data() + kVnetHdrSize);
+        size_t field = 34 + c.offset;
+        CHECK(uint16_t(out[field] << 8 | out[field + 1]) == want);
+        std::vector<uint8_t> got(out.begin(), out.end());
+        got[field] = f[field];
+        got[field + 1] = f[field + 1];
+        CHECK(got == f); // nothing else touched
+        // Without kVnetNeedsCsum the frame passes untouched.
+        h.flags = 0;
+        auto plain = with_vnet(f, h);
+        auto same = prep(plain, true);
+        CHECK(std::vector<uint8_t>(same.begin(), same.end()) == f);
+    }
     auto f = ipv4_frame(0x4000, 60);
     f[14 + 9] = 17;
     VnetHdr h{};
     h.flags = kVnetNeedsCsum;
-    h.csum_start = 34;
-    h.csum_offset = 6;
-    auto v = with_vnet(f, h);
-    auto out = prep(v, true);
-    REQUIRE(out.size() == f.size());
-    CHECK(out.data() == v.data() + kVnetHdrSize);
-    CHECK((out[34 + 6] | out[34 + 7]) != 0); // checksum written
     h.csum_start = uint16_t(f.size());
     auto past_end = with_vnet(f, h);
     CHECK(prep(past_end, true).empty());

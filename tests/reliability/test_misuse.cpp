@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -76,7 +77,22 @@ rknp_parent *started(const TempDir &dir, pid_t child, Logs *logs = nullptr) {
     return p;
 }
 
-// A hand-over peer: connects, sends msg with fds, returns the reply.
+// The parent's reply as "<status> <message>" (plugin/handover.cpp:
+// "RKNR", status u32 LE, length u16 LE, message), or what was wrong with it.
+std::string reply(rknp_status status, const std::string &message) {
+    return std::to_string(status) + " " + message;
+}
+std::string decode_reply(const uint8_t *b, ssize_t n) {
+    if (n <= 0) return "no reply";
+    if (n < 10 || std::memcmp(b, "RKNR", 4) != 0) return "malformed reply";
+    uint32_t status = b[4] | b[5] << 8 | b[6] << 16 | uint32_t(b[7]) << 24;
+    size_t len = size_t(b[8] | b[9] << 8);
+    if (len != size_t(n) - 10) return "reply length mismatch";
+    return reply(rknp_status(status), std::string(reinterpret_cast<const char *>(b) + 10, len));
+}
+
+// A hand-over peer: connects, sends msg with fds, returns the reply (waits
+// up to 5 s, longer than the parent waits for a hello).
 std::string hand_over(const std::string &sock, const void *msg, size_t len,
                       const std::vector<int> &fds_to_send) {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -100,14 +116,10 @@ std::string hand_over(const std::string &sock, const void *msg, size_t len,
     }
     if (len > 0 || !fds_to_send.empty()) (void)sendmsg(s, &mh, MSG_NOSIGNAL);
     pollfd pf{s, POLLIN, 0};
-    std::string reply;
-    if (poll(&pf, 1, 5000) == 1) {
-        char buf[512];
-        ssize_t n = recv(s, buf, sizeof buf, 0);
-        if (n > 10) reply.assign(buf + 10, size_t(n - 10)); // skip magic, status, len
-    }
+    uint8_t buf[512];
+    ssize_t n = poll(&pf, 1, 5000) == 1 ? recv(s, buf, sizeof buf, 0) : -1;
     close(s);
-    return reply;
+    return decode_reply(buf, n);
 }
 
 std::vector<uint8_t> hello(const char *name) {
@@ -155,8 +167,7 @@ TEST_CASE("struct sizes: too small is refused, larger (a newer caller) is accept
         uint64_t future[4];
     } big{};
     REQUIRE(rknp_config_init(&big.v1, sizeof big) == RKNP_OK);
-    CHECK(big.v1.struct_size == sizeof(rknp_config));
-    big.v1.struct_size = sizeof big;
+    CHECK(big.v1.struct_size == sizeof big); // the caller's size is kept
     REQUIRE(rknp_parent_new(&big.v1, &p, nullptr) == RKNP_OK);
     rknp_stats st{};
     st.struct_size = 8;
@@ -164,7 +175,9 @@ TEST_CASE("struct sizes: too small is refused, larger (a newer caller) is accept
     rknp_forward_info info[1];
     info[0].struct_size = 4;
     uint32_t count = 0;
-    CHECK(rknp_parent_list_forwards(p, info, 1, &count, nullptr) == RKNP_OK); // none
+    // Refused even with no forward to list: the array itself is invalid.
+    CHECK(rknp_parent_list_forwards(p, info, 1, &count, nullptr) ==
+          RKNP_ERR_INVALID_ARGUMENT);
     rknp_forward f;
     CHECK(rknp_forward_init(&f, 4) == RKNP_ERR_INVALID_ARGUMENT);
     CHECK(rknp_forward_init(nullptr, sizeof f) == RKNP_ERR_INVALID_ARGUMENT);
@@ -315,32 +328,52 @@ TEST_CASE("a peer that passes the credential check but sends garbage is refused"
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     auto h = hello("tap0");
 
-    CHECK(hand_over(sock, h.data(), h.size(), {}).find("no file descriptor") !=
-          std::string::npos);
-    CHECK(hand_over(sock, h.data(), h.size(), {devnull}).find("not a tun/tap") !=
-          std::string::npos);
+    const std::string not_tap =
+        reply(RKNP_ERR_PROTOCOL, "hand-over: the fd is not a tun/tap device");
+    const std::string truncated =
+        reply(RKNP_ERR_PROTOCOL, "hand-over: message or control data truncated");
+
+    CHECK(hand_over(sock, h.data(), h.size(), {}) ==
+          reply(RKNP_ERR_PROTOCOL, "hand-over: hello carried no file descriptor"));
+    CHECK(hand_over(sock, h.data(), h.size(), {devnull}) == not_tap);
     int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC); // not attached to a device
     if (tun >= 0) {
-        CHECK(hand_over(sock, h.data(), h.size(), {tun}).find("not a tun/tap") !=
-              std::string::npos);
+        CHECK(hand_over(sock, h.data(), h.size(), {tun}) == not_tap);
         close(tun);
     }
-    // More fds than the parent takes: the surplus is closed, not leaked.
+    // Surplus fds the parent reads are closed: the first one is judged.
+    CHECK(hand_over(sock, h.data(), h.size(), {devnull, devnull, devnull}) == not_tap);
+    // More than its control buffer takes (4): refused as truncated, and
+    // the kernel closes what did not fit.
     std::vector<int> many(8, devnull);
-    CHECK(!hand_over(sock, h.data(), h.size(), many).empty());
+    CHECK(hand_over(sock, h.data(), h.size(), many) == truncated);
     std::vector<uint8_t> junk(200, 0xAB);
-    CHECK(hand_over(sock, junk.data(), junk.size(), {devnull}).find("truncated") !=
-          std::string::npos);
+    CHECK(hand_over(sock, junk.data(), junk.size(), {devnull}) == truncated);
     auto bad = h;
     bad[0] = 'X';
-    CHECK(hand_over(sock, bad.data(), bad.size(), {devnull}).find("bad magic") !=
-          std::string::npos);
+    CHECK(hand_over(sock, bad.data(), bad.size(), {devnull}) ==
+          reply(RKNP_ERR_PROTOCOL, "hand-over: bad magic"));
     auto unterminated = h;
     std::memset(unterminated.data() + 8, 'a', 16);
-    CHECK(hand_over(sock, unterminated.data(), unterminated.size(), {devnull})
-              .find("not terminated") != std::string::npos);
-    // A peer that connects and hangs up without a word.
-    CHECK(hand_over(sock, nullptr, 0, {}).size() < 200);
+    CHECK(hand_over(sock, unterminated.data(), unterminated.size(), {devnull}) ==
+          reply(RKNP_ERR_PROTOCOL, "hand-over: interface name not terminated"));
+    // A peer that connects and says nothing: told after the parent's 2 s.
+    CHECK(hand_over(sock, nullptr, 0, {}) ==
+          reply(RKNP_ERR_TIMEOUT, "hand-over: timed out waiting for the child's hello"));
+    // One that hangs up at once cannot be told; the log says why.
+    {
+        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strcpy(a.sun_path, sock.c_str());
+        REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+        close(s);
+        for (int i = 0; i < 200 && !logs.has("hand-over: hello has 0 bytes, want 24"); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        CHECK(logs.has("hand-over: hello has 0 bytes, want 24", RKNP_LOG_ERROR));
+    }
+    // Still listening after all that.
+    CHECK(hand_over(sock, h.data(), h.size(), {devnull}) == not_tap);
     close(devnull);
 
     rknp_stats st{};
@@ -366,7 +399,13 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
         int devnull = open("/dev/null", O_RDONLY);
         auto h = hello("tap0");
         std::string r = hand_over(sock, h.data(), h.size(), {devnull});
-        _exit(r.find("hand-over refused: peer pid") != std::string::npos ? 0 : 1);
+        std::string uid = std::to_string(getuid());
+        std::string want = reply(RKNP_ERR_PERMISSION,
+                                 "hand-over refused: peer pid " + std::to_string(getpid()) +
+                                     " uid " + uid + " is not the child (pid " +
+                                     std::to_string(getppid()) + " uid " + uid + ")");
+        if (r != want) std::fprintf(stderr, "reply \"%s\", want \"%s\"\n", r.c_str(), want.c_str());
+        _exit(r == want ? 0 : 1);
     }
     int status = 0;
     waitpid(other, &status, 0);
@@ -385,7 +424,7 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
                    RKNP_LOG_ERROR));
     // The real child (us) is still heard.
     auto h = hello("tap0");
-    CHECK(hand_over(sock, h.data(), h.size(), {}).find("no file descriptor") !=
-          std::string::npos);
+    CHECK(hand_over(sock, h.data(), h.size(), {}) ==
+          reply(RKNP_ERR_PROTOCOL, "hand-over: hello carried no file descriptor"));
     rknp_parent_free(p);
 }

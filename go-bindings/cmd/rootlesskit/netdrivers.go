@@ -123,6 +123,7 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 		IPv6Address:         c.String("plugin-ipv6-address"),
 		DisableDNS:          c.Bool("plugin-disable-dns"),
 		DisableOffload:      c.Bool("plugin-disable-offload"),
+		EnableDHCP:          c.Bool("plugin-enable-dhcp"),
 		OutboundAddr:        c.String("plugin-outbound-addr"),
 		OutboundAddr6:       c.String("plugin-outbound-addr6"),
 		MACAddress:          c.String("plugin-mac-address"),

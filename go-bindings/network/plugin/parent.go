@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 
 	"github.com/rootless-containers/rootlesskit/v3/pkg/api"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/messages"
@@ -31,8 +30,6 @@ type parentDriver struct {
 	parent *rknp.Parent
 	net    rknp.Network
 	ipv6   bool
-	once   sync.Once
-	closed error
 }
 
 // NewParentDriver loads the plugin and validates the configuration now, so
@@ -92,15 +89,9 @@ func (d *parentDriver) ConfigureNetwork(childPID int, stateDir, detachedNetNSPat
 	return msg, d.close, nil
 }
 
-// close is the cleanup rootlesskit defers; it may run more than once.
-func (d *parentDriver) close() error {
-	d.once.Do(func() {
-		if err := d.parent.Close(); err != nil {
-			d.closed = fmt.Errorf("rknp: close parent: %w", err)
-		}
-	})
-	return d.closed
-}
+// close is the cleanup rootlesskit defers; it may run more than once
+// (Parent.Close is idempotent and never fails).
+func (d *parentDriver) close() error { return d.parent.Close() }
 
 // ForwardingParent returns the rknp parent behind d, for the plugin port
 // driver (port/plugin) to add forwards through. d must come from

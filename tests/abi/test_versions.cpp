@@ -1,0 +1,201 @@
+// The versioned-struct contract as callers built against other minors see
+// it: an older caller's shorter struct works with defaults for the rest, a
+// newer caller's longer one is accepted with its unknown tail ignored, and
+// the library never reads or writes past the caller's struct_size.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../unit/temp_dir.hpp"
+#include "rknp.h"
+
+namespace {
+
+constexpr unsigned char kGuard = 0xA5;
+constexpr size_t kSlack = 64;
+
+// A caller's struct of `size` bytes inside a buffer whose bytes beyond it
+// are guards the library must neither read as fields nor overwrite.
+template <typename T> struct Sized {
+    std::vector<unsigned char> buf;
+    explicit Sized(size_t size) : buf(std::max(size, sizeof(T)) + kSlack, kGuard) {
+        uint32_t s = uint32_t(size);
+        std::memcpy(buf.data(), &s, sizeof s);
+    }
+    T *get() { return reinterpret_cast<T *>(buf.data()); }
+    bool guards_intact(size_t from) const {
+        for (size_t i = from; i < buf.size(); ++i)
+            if (buf[i] != kGuard) return false;
+        return true;
+    }
+    bool zero(size_t from, size_t to) const {
+        for (size_t i = from; i < to; ++i)
+            if (buf[i] != 0) return false;
+        return true;
+    }
+};
+
+std::string message(rknp_error *err) {
+    std::string m = rknp_error_message(err);
+    rknp_error_free(err);
+    return m;
+}
+
+} // namespace
+
+TEST_CASE("the frozen sizes grow with each minor and the table says so") {
+    CHECK(RKNP_CONFIG_SIZE_1_0 < RKNP_CONFIG_SIZE_1_2);
+    CHECK(RKNP_CONFIG_SIZE_1_2 <= sizeof(rknp_config));
+    auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
+    REQUIRE(api != nullptr);
+    CHECK(api->abi_minor == 2);
+    CHECK(rknp_abi_version() == ((1u << 16) | 2u));
+    // The 1.1 block (forwards) lies inside the table the library reports.
+    CHECK(api->struct_size >= RKNP_API_V1_SIZE_1_1);
+    CHECK((api->parent_list_forwards != nullptr));
+}
+
+TEST_CASE("a 1.0 caller's rknp_config: init stops at its size, the rest defaults") {
+    Sized<rknp_config> old(RKNP_CONFIG_SIZE_1_0);
+    REQUIRE(rknp_config_init(old.get(), RKNP_CONFIG_SIZE_1_0) == RKNP_OK);
+    CHECK(old.get()->struct_size == RKNP_CONFIG_SIZE_1_0);
+    CHECK(old.get()->mtu == 65520);
+    CHECK(old.get()->handover_timeout_ms == 10000);
+    // enable_dhcp (1.2) lies past the caller's struct: untouched guards.
+    CHECK(old.guards_intact(RKNP_CONFIG_SIZE_1_0));
+    // ... and never read: 0xA5 would be refused as a flag value.
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    REQUIRE_MESSAGE(rknp_parent_new(old.get(), &p, &err) == RKNP_OK,
+                    message(err));
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    CHECK(net.mtu == 65520);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("the current struct reads its 1.2 field: a bad enable_dhcp is refused") {
+    rknp_config cfg;
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    CHECK(cfg.enable_dhcp == 0);
+    cfg.enable_dhcp = 7;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(&cfg, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err) == "invalid rknp_config: flags must be 0 or 1");
+    cfg.enable_dhcp = 1;
+    REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a newer caller's longer rknp_config: unknown tail ignored") {
+    const size_t size = sizeof(rknp_config) + 32;
+    Sized<rknp_config> big(size);
+    REQUIRE(rknp_config_init(big.get(), uint32_t(size)) == RKNP_OK);
+    CHECK(big.get()->struct_size == size); // the caller's size is kept
+    CHECK(big.zero(sizeof(rknp_config), size)); // init cleared all of it
+    CHECK(big.guards_intact(size));
+    // The newer caller sets fields this library has never heard of.
+    std::memset(big.buf.data() + sizeof(rknp_config), 0x77, 32);
+    big.get()->mtu = 1500;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    REQUIRE_MESSAGE(rknp_parent_new(big.get(), &p, &err) == RKNP_OK,
+                    message(err));
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    CHECK(net.mtu == 1500);
+    rknp_parent_free(p);
+}
+
+TEST_CASE("structs shorter than their first version are refused by name") {
+    Sized<rknp_config> tiny(RKNP_CONFIG_SIZE_1_0 - 1);
+    CHECK(rknp_config_init(tiny.get(), RKNP_CONFIG_SIZE_1_0 - 1) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(tiny.guards_intact(sizeof(uint32_t))); // nothing written
+    rknp_config cfg;
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    cfg.struct_size = RKNP_CONFIG_SIZE_1_0 - 1;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(&cfg, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err) == "invalid rknp_config.struct_size 83: must be at "
+                          "least 84 (sizeof(rknp_config) in any ABI 1.x "
+                          "header)");
+    rknp_forward f;
+    CHECK(rknp_forward_init(&f, RKNP_FORWARD_SIZE_1_1 - 1) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    rknp_child_options o;
+    CHECK(rknp_child_options_init(&o, RKNP_CHILD_OPTIONS_SIZE_1_0 - 1) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("output structs: filled up to the caller's size, zeroed beyond ours") {
+    rknp_config cfg;
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    cfg.mtu = 9000;
+    rknp_parent *p = nullptr;
+    REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
+
+    SUBCASE("rknp_network at its 1.0 size") {
+        Sized<rknp_network> net(RKNP_NETWORK_SIZE_1_0);
+        REQUIRE(rknp_parent_network(p, net.get(), nullptr) == RKNP_OK);
+        CHECK(net.get()->struct_size == RKNP_NETWORK_SIZE_1_0);
+        CHECK(net.get()->mtu == 9000);
+        CHECK(std::string(net.get()->ip) == "10.0.2.100");
+        CHECK(net.guards_intact(RKNP_NETWORK_SIZE_1_0));
+    }
+    SUBCASE("rknp_network from a newer caller") {
+        const size_t size = sizeof(rknp_network) + 24;
+        Sized<rknp_network> net(size);
+        REQUIRE(rknp_parent_network(p, net.get(), nullptr) == RKNP_OK);
+        CHECK(net.get()->struct_size == size);
+        CHECK(std::string(net.get()->gateway) == "10.0.2.2");
+        CHECK(net.zero(sizeof(rknp_network), size));
+        CHECK(net.guards_intact(size));
+    }
+    SUBCASE("rknp_stats at its 1.0 size and larger") {
+        Sized<rknp_stats> st(RKNP_STATS_SIZE_1_0);
+        REQUIRE(rknp_parent_stats(p, st.get(), nullptr) == RKNP_OK);
+        CHECK(st.get()->frames_dropped == 0);
+        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_0));
+        const size_t size = sizeof(rknp_stats) + 16;
+        Sized<rknp_stats> big(size);
+        REQUIRE(rknp_parent_stats(p, big.get(), nullptr) == RKNP_OK);
+        CHECK(big.zero(sizeof(rknp_stats), size));
+        CHECK(big.guards_intact(size));
+    }
+    SUBCASE("too small") {
+        Sized<rknp_stats> st(8);
+        rknp_error *err = nullptr;
+        CHECK(rknp_parent_stats(p, st.get(), &err) == RKNP_ERR_INVALID_ARGUMENT);
+        CHECK(message(err) == "invalid rknp_stats.struct_size 8: must be at "
+                              "least 56 (sizeof(rknp_stats) in any ABI 1.x "
+                              "header)");
+        CHECK(st.guards_intact(sizeof(uint32_t)));
+    }
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a 1.0-size rknp_child_options is read, its missing tail is not") {
+    // Options are read before the opaque pairs: the error that follows
+    // shows they were accepted.
+    Sized<rknp_child_options> o(RKNP_CHILD_OPTIONS_SIZE_1_0);
+    REQUIRE(rknp_child_options_init(o.get(), RKNP_CHILD_OPTIONS_SIZE_1_0) ==
+            RKNP_OK);
+    CHECK(o.guards_intact(RKNP_CHILD_OPTIONS_SIZE_1_0));
+    rknp_kv kv[] = {{"rknp.ifname", "tap0"}};
+    rknp_error *err = nullptr;
+    CHECK(rknp_child_configure(kv, 1, o.get(), nullptr, 0, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err).find("rknp.socket") != std::string::npos);
+    o.get()->struct_size = 8;
+    CHECK(rknp_child_configure(kv, 1, o.get(), nullptr, 0, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err).find("rknp_child_options.struct_size 8") !=
+          std::string::npos);
+}
