@@ -6,10 +6,10 @@
 #include <new>
 #include <string>
 
-#include "child.hpp"
-#include "config.hpp"
-#include "error.hpp"
-#include "parent.hpp"
+#include "child/child.hpp"
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "parent/parent.hpp"
 #include "rknp.h"
 #include "struct_versions.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "error.hpp"
+#include "common/error.hpp"
 #include "rknp.h"
 
 namespace rknp {

@@ -10,8 +10,9 @@
 #include <cstring>
 #include <string>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "common/config.hpp"
+#include "handover/child_setup.hpp"
+#include "common/error.hpp"
 #include "fuzz_input.hpp"
 #include "struct_versions.hpp"
 

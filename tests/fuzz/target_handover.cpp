@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 
-#include "error.hpp"
+#include "common/error.hpp"
 #include "fuzz_input.hpp"
-#include "handover.hpp"
+#include "handover/messages.hpp"
 
 using namespace rknp;
 using namespace rknp::handover;

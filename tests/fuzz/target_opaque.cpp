@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "handover/child_setup.hpp"
+#include "common/error.hpp"
 #include "fuzz_input.hpp"
 
 using namespace rknp;

@@ -17,10 +17,10 @@
 #include <cstring>
 #include <vector>
 
-#include "checksum.hpp"
+#include "datapath/checksum.hpp"
 #include "../unit/ipv4_datagram.hpp"
 #include "fuzz_input.hpp"
-#include "reassembly.hpp"
+#include "datapath/reassembly.hpp"
 
 using namespace rknp;
 

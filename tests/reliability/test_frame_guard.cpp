@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "offload.hpp"
-#include "reassembly.hpp"
+#include "datapath/offload.hpp"
+#include "datapath/reassembly.hpp"
 
 using namespace rknp;
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "checksum.hpp"
+#include "datapath/checksum.hpp"
 
 namespace rknp::test {
 

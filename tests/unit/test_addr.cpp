@@ -1,7 +1,8 @@
+// Address, CIDR, MAC and number parsing and formatting.
 #include <doctest/doctest.h>
 
-#include "addr.hpp"
-#include "error.hpp"
+#include "common/addr.hpp"
+#include "common/error.hpp"
 
 using namespace rknp;
 

@@ -1,7 +1,9 @@
+// ParentConfig::from_c: defaults like slirp4netns/rootlesskit, every bad
+// value refused with the option named.
 #include <doctest/doctest.h>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "common/config.hpp"
+#include "common/error.hpp"
 
 using namespace rknp;
 
@@ -79,58 +81,4 @@ TEST_CASE("every bad option value is named in the error") {
     c = defaults();
     c.enable_dhcp = 2;
     CHECK(error_of(c) == "invalid rknp_config: flags must be 0 or 1");
-}
-
-TEST_CASE("child setup round-trips through the opaque pairs") {
-    auto c = defaults();
-    c.cidr = "10.0.135.128/25";
-    c.mtu = 1500;
-    c.ifname = "eth7";
-    c.mac_address = "02:00:00:00:00:07";
-    c.enable_ipv6 = 1;
-    c.ipv6_address = "fd00::100";
-    auto s = ChildSetup::make(ParentConfig::from_c(c), "/run/x/rknp.sock");
-    auto d = ChildSetup::decode(s.encode());
-    CHECK(d.socket_path == "/run/x/rknp.sock");
-    CHECK(d.ifname == "eth7");
-    CHECK(d.mtu == 1500);
-    CHECK(format_ipv4(d.ip) == "10.0.135.228");
-    CHECK(d.prefix_len == 25);
-    CHECK(format_ipv4(d.gateway) == "10.0.135.130");
-    REQUIRE(d.mac.has_value());
-    CHECK(format_mac(*d.mac) == "02:00:00:00:00:07");
-    CHECK(d.ipv6);
-    REQUIRE(d.ipv6_address.has_value());
-    CHECK(format_ipv6(*d.ipv6_address) == "fd00::100");
-}
-
-TEST_CASE("child setup rejects missing and bad keys, ignores unknown ones") {
-    auto kv = ChildSetup::make(ParentConfig::from_c(defaults()), "/s").encode();
-    kv.emplace_back("rknp.future-option", "whatever");
-    CHECK_NOTHROW(ChildSetup::decode(kv));
-
-    auto without = [&](const std::string &key) {
-        KeyValues out;
-        for (auto &p : kv)
-            if (p.first != key) out.push_back(p);
-        return out;
-    };
-    CHECK_THROWS_WITH_AS(ChildSetup::decode(without("rknp.socket")),
-                         "missing opaque key \"rknp.socket\" (was it produced "
-                         "by rknp_parent_start?)",
-                         Error);
-    CHECK_THROWS_AS(ChildSetup::decode(without("rknp.mtu")), Error);
-
-    auto with = [&](const std::string &key, const std::string &value) {
-        KeyValues out = without(key);
-        out.emplace_back(key, value);
-        return out;
-    };
-    CHECK_THROWS_WITH_AS(ChildSetup::decode(with("rknp.mtu", "99999")),
-                         "invalid rknp.mtu \"99999\": must be 68..65520", Error);
-    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.socket", "relative")), Error);
-    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ipv6", "yes")), Error);
-    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ip", "10.0.2")), Error);
-    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ifname", "a/b")), Error);
-    CHECK_THROWS_AS(ChildSetup::decode({}), Error);
 }

@@ -1,7 +1,8 @@
+// Forward requests: defaults, validation, duplicates in the table.
 #include <doctest/doctest.h>
 
-#include "error.hpp"
-#include "forwards.hpp"
+#include "common/error.hpp"
+#include "parent/forwards.hpp"
 
 using namespace rknp;
 

@@ -1,3 +1,4 @@
+// The hand-over: message codecs, peer checks, refusals the peer can read.
 #include <doctest/doctest.h>
 
 #include <poll.h>
@@ -8,8 +9,10 @@
 #include <future>
 #include <thread>
 
-#include "error.hpp"
-#include "handover.hpp"
+#include "common/error.hpp"
+#include "handover/client.hpp"
+#include "handover/messages.hpp"
+#include "handover/server.hpp"
 #include "temp_dir.hpp"
 
 using namespace rknp;

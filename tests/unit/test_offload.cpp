@@ -1,3 +1,5 @@
+// Tap offloads: checksum completion of guest frames, partial checksums and
+// GSO merging of guest-bound segments (Coalescer).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -5,8 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "checksum.hpp"
-#include "offload.hpp"
+#include "datapath/checksum.hpp"
+#include "datapath/coalescer.hpp"
+#include "datapath/offload.hpp"
 
 using namespace rknp;
 
@@ -85,15 +88,19 @@ struct Out {
     Bytes frame;
 };
 
-// A Coalescer whose frames (both parts joined) are appended to out.
-Coalescer collecting(std::vector<Out> &out) {
-    return Coalescer([&out](const VnetHdr &h, std::span<const uint8_t> f,
-                            std::span<const uint8_t> rest) {
+// Appends the Coalescer's frames (both parts joined) to out.
+struct Collector final : GuestSink {
+    std::vector<Out> &out;
+    const uint8_t *rest_at = nullptr; // where the last frame's rest was
+    explicit Collector(std::vector<Out> &o) : out(o) {}
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> f,
+                     std::span<const uint8_t> rest) override {
         Bytes whole(f.begin(), f.end());
         whole.insert(whole.end(), rest.begin(), rest.end());
         out.push_back({h, whole});
-    });
-}
+        rest_at = rest.data();
+    }
+};
 
 // The frame as the guest's kernel sees it once it completes a partial
 // checksum.
@@ -131,7 +138,9 @@ TEST_CASE("a partial checksum from the kernel is completed correctly") {
 
 TEST_CASE("consecutive segments of one flow become one GSO frame") {
     std::vector<Out> out;
-    Coalescer c = collecting(out);
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     c.push(segment(1000, 1460));
     c.push(segment(2460, 1460));
     c.push(segment(3920, 500, 0x18)); // PSH ends the batch
@@ -141,6 +150,7 @@ TEST_CASE("consecutive segments of one flow become one GSO frame") {
     const auto &o = out[0];
     CHECK(o.h.gso_type == kVnetGsoTcp4);
     CHECK(o.h.gso_size == 1460);
+    CHECK(stats.segments_merged.load() == 3);
     CHECK(o.h.hdr_len == 54);
     CHECK(o.h.flags == kVnetNeedsCsum);
     CHECK(o.h.csum_start == 34);
@@ -161,7 +171,9 @@ TEST_CASE("consecutive segments of one flow become one GSO frame") {
 
 TEST_CASE("frames that cannot merge are written unchanged and in order") {
     std::vector<Out> out;
-    Coalescer c = collecting(out);
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     Bytes a = segment(1000, 1460);
     Bytes gap = segment(5000, 1460);               // not contiguous
     Bytes other = segment(6460, 1460, 0x10, 81);   // another flow
@@ -188,7 +200,9 @@ TEST_CASE("frames that cannot merge are written unchanged and in order") {
 
 TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
     std::vector<Out> out;
-    Coalescer c = collecting(out);
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     c.push(segment(0, 1000));
     c.push(segment(1000, 400)); // shorter than gso_size: last one allowed
     c.push(segment(1400, 1000)); // cannot follow a short segment
@@ -212,20 +226,15 @@ TEST_CASE("a short segment ends the batch; a full batch stays under 64 KiB") {
 
 TEST_CASE("a segment too large to merge goes out at once, its payload uncopied") {
     std::vector<Out> out;
-    const uint8_t *payload_at = nullptr;
-    Coalescer c([&](const VnetHdr &h, std::span<const uint8_t> f,
-                    std::span<const uint8_t> rest) {
-        Bytes whole(f.begin(), f.end());
-        whole.insert(whole.end(), rest.begin(), rest.end());
-        out.push_back({h, whole});
-        payload_at = rest.data();
-    });
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     c.push(segment(0, 1000)); // pending, then flushed by the big one
     Bytes big = segment(1000, 40000);
     c.push(big);
     REQUIRE(out.size() == 2); // nothing left pending: no flush needed
     CHECK(out[0].frame.size() == 54 + 1000);
-    CHECK(payload_at == big.data() + 54); // written from the caller's buffer
+    CHECK(sink.rest_at == big.data() + 54); // written from the caller's buffer
     CHECK(out[1].h.flags == kVnetNeedsCsum);
     CHECK(out[1].h.gso_type == 0);
     CHECK(completed(out[1]) == big);
@@ -250,7 +259,9 @@ Bytes pure_ack(uint32_t ack, uint16_t sport = 80, uint16_t window = 0xffff,
 
 TEST_CASE("of consecutive advancing pure ACKs of a flow only the last goes out") {
     std::vector<Out> out;
-    Coalescer c = collecting(out);
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     Bytes last = pure_ack(3000, 80, 0x1000); // a new window rides along
     for (const Bytes &f : {pure_ack(1000), pure_ack(2000), last}) c.push(f);
     CHECK(out.empty());
@@ -258,8 +269,7 @@ TEST_CASE("of consecutive advancing pure ACKs of a flow only the last goes out")
     REQUIRE(out.size() == 1);
     CHECK(out[0].frame == last);
     CHECK(checksums_valid(out[0].frame));
-    CHECK(c.acks_superseded() == 2);
-    CHECK(c.superseded_bytes() == 2 * last.size());
+    CHECK(stats.acks_superseded.load() == 2);
     // Across the 32-bit wrap of the ack number too.
     out.clear();
     c.push(pure_ack(0xffffff00));
@@ -279,10 +289,12 @@ TEST_CASE("duplicate ACKs, other flows, other flags and data keep every ACK, in 
     std::vector<Bytes> in = {a1, a1_again, other_flow, pure_ack(1500), older,
                              data, a2, fin};
     std::vector<Out> out;
-    Coalescer c = collecting(out);
+    Collector sink(out);
+    Stats stats;
+    Coalescer c(sink, stats);
     for (const auto &f : in) c.push(f);
     c.flush();
     REQUIRE(out.size() == in.size());
     for (size_t i = 0; i < in.size(); ++i) CHECK(completed(out[i]) == in[i]);
-    CHECK(c.acks_superseded() == 0);
+    CHECK(stats.acks_superseded.load() == 0);
 }

@@ -1,3 +1,4 @@
+// IPv4 reassembly: orders, overlaps, limits and expiry.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -5,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "checksum.hpp"
+#include "datapath/checksum.hpp"
 #include "ipv4_datagram.hpp"
-#include "reassembly.hpp"
+#include "datapath/reassembly.hpp"
 
 using namespace rknp;
 

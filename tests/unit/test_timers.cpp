@@ -1,6 +1,7 @@
+// libslirp's timer table: arm, re-arm, fire once, next deadline.
 #include <doctest/doctest.h>
 
-#include "timers.hpp"
+#include "parent/timers.hpp"
 
 using namespace rknp;
 

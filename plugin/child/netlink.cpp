@@ -1,4 +1,5 @@
-#include "netlink.hpp"
+// Netlink (libnl) requests that configure links, addresses and routes.
+#include "child/netlink.hpp"
 
 #include <linux/if_addr.h>
 #include <net/if.h>
@@ -7,7 +8,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace rknp {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "addr.hpp"
+#include "common/addr.hpp"
 
 struct nl_sock;
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "addr.hpp"
+#include "common/addr.hpp"
 #include "rknp.h"
 
 namespace rknp {

@@ -1,10 +1,11 @@
-#include "forwards.hpp"
+// Validation of forward requests and the table of active forwards.
+#include "parent/forwards.hpp"
 
 #include <arpa/inet.h>
 
 #include <cstring>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace rknp {
 

@@ -1,8 +1,9 @@
-#include "offload.hpp"
+// Merging of guest-bound TCP segments into GSO frames.
+#include "datapath/coalescer.hpp"
 
 #include <cstring>
 
-#include "checksum.hpp"
+#include "datapath/checksum.hpp"
 
 namespace rknp {
 
@@ -12,57 +13,7 @@ constexpr size_t kEthLen = 14;
 constexpr size_t kMaxMerged = 65535 - 60; // IP total length limit, slack
 constexpr uint8_t kTcpAck = 0x10, kTcpPsh = 0x08;
 
-// Writes the pseudo-header sum of a TCP segment of l4_len bytes into the
-// checksum field of the headers at f (IP at l3_off, the 20-byte TCP header
-// ending at hdr_len) and returns the vnet header that marks the checksum
-// partial: the guest's kernel then neither verifies it nor needs it unless
-// the packet leaves its stack. (tun ignores VIRTIO_NET_HDR_F_DATA_VALID on
-// writes: the guest verified every segment flagged only with that.)
-VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
-                         size_t l4_len, bool ipv6) {
-    const uint8_t *ip = f + l3_off;
-    uint64_t pseudo;
-    if (ipv6) {
-        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
-        pseudo = csum_add(csum_add(0, ip + 8, 32), tail, 8);
-    } else {
-        uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
-        pseudo = csum_add(csum_add(0, ip + 12, 8), tail, 4);
-    }
-    put_be16(f + hdr_len - 20 + 16, csum_fold(pseudo));
-    VnetHdr h{};
-    h.flags = kVnetNeedsCsum;
-    h.hdr_len = uint16_t(hdr_len);
-    h.csum_start = uint16_t(hdr_len - 20);
-    h.csum_offset = 16;
-    return h;
-}
-
 } // namespace
-
-bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
-    size_t start = h.csum_start, field = start + h.csum_offset;
-    if (start >= frame.size() || field + 2 > frame.size()) return false;
-    // The field holds the pseudo-header sum; sum it with the data.
-    uint16_t sum = csum_fold(csum_add(0, frame.data() + start, frame.size() - start));
-    put_be16(frame.data() + field, uint16_t(~sum));
-    return true;
-}
-
-std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
-    std::span<uint8_t> frame = raw;
-    if (vnet) {
-        if (raw.size() < kVnetHdrSize) return {};
-        VnetHdr h;
-        std::memcpy(&h, raw.data(), sizeof h);
-        frame = raw.subspan(kVnetHdrSize);
-        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
-        // so nothing needs segmenting; only the checksum must be finished.
-        if ((h.flags & kVnetNeedsCsum) && !complete_checksum(frame, h))
-            return {};
-    }
-    return frame;
-}
 
 struct Coalescer::Flow {
     size_t l3_off, hdr_len;
@@ -72,7 +23,8 @@ struct Coalescer::Flow {
     uint8_t flags;
 };
 
-Coalescer::Coalescer(Sink sink) : sink_(std::move(sink)) {
+Coalescer::Coalescer(GuestSink &sink, Stats &stats)
+    : sink_(sink), stats_(stats) {
     buf_.reserve(65536 + 256);
 }
 
@@ -145,15 +97,14 @@ void Coalescer::push(std::span<const uint8_t> frame) {
     Flow f;
     if (!parse(frame, f)) {
         flush();
-        sink_(VnetHdr{}, frame, {});
+        sink_.write_frame(VnetHdr{}, frame, {});
         return;
     }
     if (f.payload == 0) {
         // libslirp ACKs every segment it takes in: of consecutive pure
         // ACKs of one flow only the latest, cumulative one goes out.
         if (supersedes(frame, f)) {
-            ++acks_superseded_;
-            superseded_bytes_ += ack_.size();
+            Stats::add(stats_.acks_superseded, 1);
         } else {
             flush();
         }
@@ -170,7 +121,7 @@ void Coalescer::push(std::span<const uint8_t> frame) {
         head_.assign(frame.begin(), frame.begin() + long(f.hdr_len));
         VnetHdr h = partial_checksum(head_.data(), f.l3_off, f.hdr_len,
                                      frame.size() - (f.hdr_len - 20), f.ipv6);
-        sink_(h, head_, frame.subspan(f.hdr_len));
+        sink_.write_frame(h, head_, frame.subspan(f.hdr_len));
         return;
     }
     if (can_append(f)) {
@@ -223,16 +174,17 @@ void Coalescer::emit_pending() {
     }
     VnetHdr h = partial_checksum(buf_.data(), l3_off_, hdr_len_, l4_len, ipv6_);
     if (segments_ > 1) {
+        Stats::add(stats_.segments_merged, segments_);
         h.gso_type = ipv6_ ? kVnetGsoTcp6 : kVnetGsoTcp4;
         h.gso_size = gso_size_;
     }
-    sink_(h, buf_, {});
+    sink_.write_frame(h, buf_, {});
 }
 
 void Coalescer::flush() {
     if (ack_pending_) {
         ack_pending_ = false;
-        sink_(VnetHdr{}, ack_, {});
+        sink_.write_frame(VnetHdr{}, ack_, {});
     }
     if (segments_ == 0) return;
     emit_pending();

@@ -1,4 +1,5 @@
-#include "timers.hpp"
+// libslirp's timers: create, arm, and run the due ones.
+#include "parent/timers.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// Validated configurations: the parent's (from rknp_config) and the child's
-// (from the opaque key/value pairs the parent hands to the child).
+// The parent's validated configuration, from rknp_config, and the defaults
+// both sides share (MTU range, IPv6 prefix, gateway and DNS addresses).
 #pragma once
 
 #include <netinet/in.h>
@@ -7,11 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "addr.hpp"
-#include "log.hpp"
+#include "common/addr.hpp"
+#include "common/log.hpp"
 #include "rknp.h"
 
 namespace rknp {
@@ -51,28 +49,5 @@ struct ParentConfig {
 
 // rknp_config with every default, struct_size = sizeof(rknp_config).
 rknp_config default_config();
-
-using KeyValues = std::vector<std::pair<std::string, std::string>>;
-
-// What the child side needs, carried as opaque key/value strings.
-struct ChildSetup {
-    std::string socket_path;
-    std::string ifname;
-    uint32_t mtu = kDefaultMtu;
-    uint32_t ip = 0; // host byte order
-    uint32_t prefix_len = 0;
-    uint32_t gateway = 0;
-    std::optional<Mac> mac;
-    bool ipv6 = false;
-    bool offload = true;
-    std::optional<in6_addr> ipv6_address;
-    uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
-
-    static ChildSetup make(const ParentConfig &cfg, std::string socket_path);
-    KeyValues encode() const;
-    // Throws Error naming the missing or bad key; unknown keys are ignored
-    // so that a newer parent can talk to an older child.
-    static ChildSetup decode(const KeyValues &kv);
-};
 
 } // namespace rknp

@@ -14,6 +14,8 @@ struct Stats {
     std::atomic<uint64_t> bytes_to_tap{0};
     std::atomic<uint64_t> frames_dropped{0};
     std::atomic<uint64_t> handovers_refused{0};
+    std::atomic<uint64_t> segments_merged{0};
+    std::atomic<uint64_t> acks_superseded{0};
 
     static void add(std::atomic<uint64_t> &c, uint64_t n) {
         c.fetch_add(n, std::memory_order_relaxed);

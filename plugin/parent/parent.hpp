@@ -11,11 +11,12 @@
 #include <string>
 #include <thread>
 
-#include "config.hpp"
-#include "fd.hpp"
-#include "forwards.hpp"
-#include "stats.hpp"
-#include "task_queue.hpp"
+#include "common/config.hpp"
+#include "handover/child_setup.hpp"
+#include "common/fd.hpp"
+#include "parent/forwards.hpp"
+#include "common/stats.hpp"
+#include "parent/task_queue.hpp"
 
 namespace rknp {
 

@@ -1,4 +1,5 @@
-#include "checksum.hpp"
+// RFC 1071 Internet checksum arithmetic.
+#include "datapath/checksum.hpp"
 
 #include <cstring>
 

@@ -1,4 +1,5 @@
-#include "error.hpp"
+// Errors with a status code: construction from errno and validators.
+#include "common/error.hpp"
 
 #include <cerrno>
 #include <cstring>

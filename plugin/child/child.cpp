@@ -1,4 +1,6 @@
-#include "child.hpp"
+// The child side: create the tap, configure it and lo with netlink (in a
+// detached netns on a private thread if asked), hand the tap over.
+#include "child/child.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,10 +15,10 @@
 #include <exception>
 #include <thread>
 
-#include "error.hpp"
-#include "fd.hpp"
-#include "handover.hpp"
-#include "netlink.hpp"
+#include "common/error.hpp"
+#include "common/fd.hpp"
+#include "handover/client.hpp"
+#include "child/netlink.hpp"
 
 namespace rknp {
 

@@ -1,4 +1,6 @@
-#include "parent.hpp"
+// The parent handle: start and stop the stack thread, run forward requests
+// on it, publish the opaque pairs.
+#include "parent/parent.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -7,9 +9,10 @@
 
 #include <future>
 
-#include "error.hpp"
-#include "handover.hpp"
-#include "stack_loop.hpp"
+#include "common/error.hpp"
+#include "handover/child_setup.hpp"
+#include "handover/server.hpp"
+#include "parent/stack_loop.hpp"
 
 namespace rknp {
 
@@ -131,7 +134,7 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");
     fwds_.check_new(spec);
-    on_stack([&](StackLoop &loop) { loop.add_forward(spec); });
+    on_stack([&](StackLoop &loop) { loop.slirp().add_forward(spec); });
     uint32_t id = fwds_.insert(spec);
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
                      " -> " + format_ipv4(spec.guest) + ":" +
@@ -144,7 +147,7 @@ void Parent::remove_forward(uint32_t id) {
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");
     ForwardSpec spec = fwds_.at(id);
-    on_stack([&](StackLoop &loop) { loop.remove_forward(spec); });
+    on_stack([&](StackLoop &loop) { loop.slirp().remove_forward(spec); });
     fwds_.erase(id);
 }
 

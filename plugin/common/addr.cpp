@@ -1,4 +1,5 @@
-#include "addr.hpp"
+// Parsing and formatting of IPv4/IPv6 addresses, CIDRs, MACs and numbers.
+#include "common/addr.hpp"
 
 #include <arpa/inet.h>
 
@@ -6,7 +7,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "error.hpp"
+#include "common/error.hpp"
 
 namespace rknp {
 

@@ -1,9 +1,10 @@
-#include "reassembly.hpp"
+// IPv4 reassembly of guest fragments, strict on overlaps and bounded.
+#include "datapath/reassembly.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "checksum.hpp"
+#include "datapath/checksum.hpp"
 
 namespace rknp {
 

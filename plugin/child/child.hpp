@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "config.hpp"
-#include "log.hpp"
+#include "handover/child_setup.hpp"
+#include "common/log.hpp"
 
 namespace rknp {
 

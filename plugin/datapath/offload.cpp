@@ -1,0 +1,61 @@
+// Guest -> stack frame preparation and the partial checksums of
+// stack -> guest TCP segments.
+#include "datapath/offload.hpp"
+
+#include <cstring>
+
+#include "datapath/checksum.hpp"
+
+namespace rknp {
+
+namespace {
+
+constexpr size_t kEthLen = 14;
+
+} // namespace
+
+bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
+    size_t start = h.csum_start, field = start + h.csum_offset;
+    if (start >= frame.size() || field + 2 > frame.size()) return false;
+    // The field holds the pseudo-header sum; sum it with the data.
+    uint16_t sum = csum_fold(csum_add(0, frame.data() + start, frame.size() - start));
+    put_be16(frame.data() + field, uint16_t(~sum));
+    return true;
+}
+
+std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
+    std::span<uint8_t> frame = raw;
+    if (vnet) {
+        if (raw.size() < kVnetHdrSize) return {};
+        VnetHdr h;
+        std::memcpy(&h, raw.data(), sizeof h);
+        frame = raw.subspan(kVnetHdrSize);
+        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
+        // so nothing needs segmenting; only the checksum must be finished.
+        if ((h.flags & kVnetNeedsCsum) && !complete_checksum(frame, h))
+            return {};
+    }
+    return frame;
+}
+
+VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
+                         size_t l4_len, bool ipv6) {
+    const uint8_t *ip = f + l3_off;
+    uint64_t pseudo;
+    if (ipv6) {
+        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
+        pseudo = csum_add(csum_add(0, ip + 8, 32), tail, 8);
+    } else {
+        uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
+        pseudo = csum_add(csum_add(0, ip + 12, 8), tail, 4);
+    }
+    put_be16(f + hdr_len - 20 + 16, csum_fold(pseudo));
+    VnetHdr h{};
+    h.flags = kVnetNeedsCsum;
+    h.hdr_len = uint16_t(hdr_len);
+    h.csum_start = uint16_t(hdr_len - 20);
+    h.csum_offset = 16;
+    return h;
+}
+
+} // namespace rknp

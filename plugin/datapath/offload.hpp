@@ -1,0 +1,51 @@
+// Tap offloads (IFF_VNET_HDR): every frame on the tap carries a 10-byte
+// VnetHdr. Guest -> stack: the kernel hands us TCP super-frames of up to
+// 64 KiB (TSO) with a partial checksum that we complete, so libslirp sees
+// one large segment instead of dozens. Stack -> guest: frames we write
+// carry a partial checksum the guest's kernel need not verify
+// (coalescer.hpp merges segments into GSO frames).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rknp {
+
+// struct virtio_net_hdr (linux/virtio_net.h is not valid C++), little-endian
+// as the tap uses it on x86 and arm64.
+struct VnetHdr {
+    uint8_t flags;
+    uint8_t gso_type;
+    uint16_t hdr_len;
+    uint16_t gso_size;
+    uint16_t csum_start;
+    uint16_t csum_offset;
+};
+inline constexpr uint8_t kVnetNeedsCsum = 1;
+inline constexpr uint8_t kVnetGsoTcp4 = 1;
+inline constexpr uint8_t kVnetGsoTcp6 = 4;
+inline constexpr size_t kVnetHdrSize = sizeof(VnetHdr);
+static_assert(kVnetHdrSize == 10);
+
+// Completes a kVnetNeedsCsum checksum in frame (Ethernet
+// frame without the vnet header). Returns false if the offsets are bogus.
+bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h);
+
+// A frame read from the tap, made ready for slirp_input: strips the vnet
+// header (if vnet) and completes a partial checksum. Returns the Ethernet
+// frame, or an empty span if the frame must be dropped (bogus offsets).
+// IPv4 fragments still need Ipv4Reassembler (reassembly.hpp).
+std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
+
+// Makes the TCP checksum of a guest-bound segment partial: writes the
+// pseudo-header sum of its l4_len bytes into the checksum field of the
+// headers at f (IP at l3_off, a 20-byte TCP header ending at hdr_len) and
+// returns the vnet header that marks it NEEDS_CSUM. The guest's kernel then
+// neither verifies it nor needs it unless the packet leaves its stack (tun
+// ignores VIRTIO_NET_HDR_F_DATA_VALID on writes: the guest verified every
+// segment flagged only with that).
+VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
+                         size_t l4_len, bool ipv6);
+
+} // namespace rknp

@@ -1,0 +1,39 @@
+// The tap in the parent: non-blocking reads of guest frames and writes of
+// guest-bound frames (with the vnet header when the tap has offloads on),
+// counted in Stats. Stack thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <span>
+#include <string>
+
+#include "common/fd.hpp"
+#include "common/stats.hpp"
+#include "datapath/guest_sink.hpp"
+
+namespace rknp {
+
+class TapIo final : public GuestSink {
+public:
+    explicit TapIo(Stats &stats) : stats_(stats) {}
+
+    void attach(UniqueFd tap, bool vnet_hdr);
+    void detach() { tap_.reset(); }
+    bool attached() const { return tap_.valid(); }
+    bool vnet_hdr() const { return vnet_hdr_; }
+    int fd() const { return tap_.get(); }
+
+    // One frame into buf: its length, or -1 with errno (EAGAIN: none left).
+    ssize_t read(std::span<uint8_t> buf);
+    // Frames for a detached tap are dropped and counted.
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
+                     std::span<const uint8_t> rest) override;
+
+private:
+    Stats &stats_;
+    UniqueFd tap_;
+    bool vnet_hdr_ = false;
+};
+
+} // namespace rknp

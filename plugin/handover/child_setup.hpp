@@ -1,0 +1,43 @@
+// What the child side needs from the parent, carried as the opaque
+// key/value strings rootlesskit passes from parent to child
+// (NetworkDriverOpaque): the parent -> child half of the hand-over's wire
+// format.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/addr.hpp"
+#include "common/config.hpp"
+
+namespace rknp {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// What the child side needs, carried as opaque key/value strings.
+struct ChildSetup {
+    std::string socket_path;
+    std::string ifname;
+    uint32_t mtu = kDefaultMtu;
+    uint32_t ip = 0; // host byte order
+    uint32_t prefix_len = 0;
+    uint32_t gateway = 0;
+    std::optional<Mac> mac;
+    bool ipv6 = false;
+    bool offload = true;
+    std::optional<in6_addr> ipv6_address;
+    uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
+
+    static ChildSetup make(const ParentConfig &cfg, std::string socket_path);
+    KeyValues encode() const;
+    // Throws Error naming the missing or bad key; unknown keys are ignored
+    // so that a newer parent can talk to an older child.
+    static ChildSetup decode(const KeyValues &kv);
+};
+
+} // namespace rknp

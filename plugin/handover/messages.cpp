@@ -1,0 +1,88 @@
+// Encoding and strict decoding of the hand-over's Hello and Reply.
+#include "handover/messages.hpp"
+
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace rknp::handover {
+
+namespace {
+
+constexpr uint8_t kHelloMagic[4] = {'R', 'K', 'N', 'H'};
+constexpr uint8_t kReplyMagic[4] = {'R', 'K', 'N', 'R'};
+
+void put16(uint8_t *p, uint16_t v) {
+    p[0] = uint8_t(v);
+    p[1] = uint8_t(v >> 8);
+}
+uint16_t get16(const uint8_t *p) { return uint16_t(p[0] | (p[1] << 8)); }
+void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+uint32_t get32(const uint8_t *p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+           uint32_t(p[3]) << 24;
+}
+
+} // namespace
+
+void protocol_error(const std::string &msg) {
+    throw Error(RKNP_ERR_PROTOCOL, "hand-over: " + msg);
+}
+
+Hello encode_hello(const std::string &ifname) {
+    Hello h{};
+    if (ifname.empty() || ifname.size() > 15)
+        throw_invalid("hand-over: interface name \"" + ifname +
+                      "\" must be 1..15 bytes");
+    std::memcpy(h.data(), kHelloMagic, 4);
+    put16(h.data() + 4, kVersion);
+    std::memcpy(h.data() + 8, ifname.data(), ifname.size());
+    return h;
+}
+
+std::string decode_hello(std::span<const uint8_t> msg) {
+    if (msg.size() != kHelloSize)
+        protocol_error("hello has " + std::to_string(msg.size()) + " bytes, want " +
+                 std::to_string(kHelloSize));
+    if (std::memcmp(msg.data(), kHelloMagic, 4) != 0) protocol_error("bad magic");
+    uint16_t version = get16(msg.data() + 4);
+    if (version != kVersion)
+        protocol_error("unsupported version " + std::to_string(version));
+    if (get16(msg.data() + 6) != 0) protocol_error("reserved field is not zero");
+    const uint8_t *name = msg.data() + 8;
+    size_t len = 0;
+    while (len < 16 && name[len] != 0) ++len;
+    if (len == 0 || len == 16) protocol_error("interface name not terminated");
+    for (size_t i = len; i < 16; ++i)
+        if (name[i] != 0) protocol_error("garbage after interface name");
+    return std::string(reinterpret_cast<const char *>(name), len);
+}
+
+std::string encode_reply(rknp_status status, const std::string &message) {
+    std::string m = message.substr(0, kReplyMessageMax);
+    std::string r(10 + m.size(), '\0');
+    auto *p = reinterpret_cast<uint8_t *>(r.data());
+    std::memcpy(p, kReplyMagic, 4);
+    put32(p + 4, uint32_t(status));
+    put16(p + 8, uint16_t(m.size()));
+    std::memcpy(p + 10, m.data(), m.size());
+    return r;
+}
+
+Reply decode_reply(std::span<const uint8_t> msg) {
+    if (msg.size() < 10 || msg.size() > kReplyMax) protocol_error("reply size");
+    if (std::memcmp(msg.data(), kReplyMagic, 4) != 0)
+        protocol_error("bad reply magic");
+    Reply r;
+    r.status = rknp_status(get32(msg.data() + 4));
+    size_t len = get16(msg.data() + 8);
+    if (len != msg.size() - 10) protocol_error("reply length mismatch");
+    if (r.status < RKNP_OK || r.status > RKNP_ERR_INTERNAL)
+        protocol_error("unknown reply status " + std::to_string(r.status));
+    r.message.assign(reinterpret_cast<const char *>(msg.data() + 10), len);
+    return r;
+}
+
+} // namespace rknp::handover

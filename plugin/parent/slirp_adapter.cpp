@@ -1,0 +1,189 @@
+// The libslirp configuration, callbacks and host forwards.
+#include "parent/slirp_adapter.hpp"
+
+#include <arpa/inet.h>
+#include <slirp/libslirp.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.hpp"
+
+namespace rknp {
+
+namespace {
+
+int64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+in_addr in4(uint32_t host_order) { return in_addr{htonl(host_order)}; }
+
+} // namespace
+
+struct SlirpCallbacks {
+    static SlirpAdapter &self(void *opaque) {
+        return *static_cast<SlirpAdapter *>(opaque);
+    }
+    static ssize_t send_packet(const void *buf, size_t len, void *o) {
+        self(o).to_guest({static_cast<const uint8_t *>(buf), len});
+        return ssize_t(len);
+    }
+    static void guest_error(const char *msg, void *o) {
+        self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+    }
+    static int64_t clock_get_ns(void *) { return now_ns(); }
+    static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) {
+        return self(o).timers_.create(cb, cb_opaque);
+    }
+    static void timer_free(void *t, void *o) { self(o).timers_.destroy(t); }
+    static void timer_mod(void *t, int64_t expire_ms, void *o) {
+        self(o).timers_.arm(t, expire_ms);
+    }
+    // The loop rebuilds its poll set every iteration, so registration and
+    // notification need no bookkeeping; they must still be non-NULL.
+    static void register_poll_fd(int, void *) {}
+    static void unregister_poll_fd(int, void *) {}
+    static void notify(void *) {}
+    static int add_poll(int fd, int events, void *o) {
+        return self(o).polls_.add(fd, events);
+    }
+    static int get_revents(int idx, void *o) {
+        return self(o).polls_.slirp_revents(idx);
+    }
+};
+
+namespace {
+
+const SlirpCb kCallbacks = {
+    .send_packet = SlirpCallbacks::send_packet,
+    .guest_error = SlirpCallbacks::guest_error,
+    .clock_get_ns = SlirpCallbacks::clock_get_ns,
+    .timer_new = SlirpCallbacks::timer_new,
+    .timer_free = SlirpCallbacks::timer_free,
+    .timer_mod = SlirpCallbacks::timer_mod,
+    .register_poll_fd = SlirpCallbacks::register_poll_fd,
+    .unregister_poll_fd = SlirpCallbacks::unregister_poll_fd,
+    .notify = SlirpCallbacks::notify,
+    .init_completed = nullptr,
+    .timer_new_opaque = nullptr,
+};
+
+struct HostAddr {
+    sockaddr_storage ss{};
+    socklen_t len = 0;
+};
+
+HostAddr host_sockaddr(const ForwardSpec &f) {
+    HostAddr h;
+    if (f.host_v6) {
+        auto *a = reinterpret_cast<sockaddr_in6 *>(&h.ss);
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = f.host6;
+        a->sin6_port = htons(f.host_port);
+        h.len = sizeof *a;
+    } else {
+        auto *a = reinterpret_cast<sockaddr_in *>(&h.ss);
+        a->sin_family = AF_INET;
+        a->sin_addr = in4(f.host4);
+        a->sin_port = htons(f.host_port);
+        h.len = sizeof *a;
+    }
+    return h;
+}
+
+int forward_flags(const ForwardSpec &f) {
+    // V6ONLY: "::" must not also claim the IPv4 port (a separate forward).
+    return (f.udp ? SLIRP_HOSTFWD_UDP : 0) | (f.host_v6 ? SLIRP_HOSTFWD_V6ONLY : 0);
+}
+
+} // namespace
+
+SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
+                           Coalescer &coalescer, PollSet &polls)
+    : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls) {
+    SlirpConfig sc{};
+    sc.version = std::min(4, SLIRP_CONFIG_VERSION_MAX);
+    sc.restricted = 0;
+    sc.in_enabled = true;
+    sc.vnetwork = in4(cfg.cidr.network);
+    sc.vnetmask = in4(cfg.cidr.netmask());
+    sc.vhost = in4(cfg.cidr.gateway());
+    sc.vdhcp_start = in4(cfg.cidr.dhcp_start());
+    sc.vnameserver = in4(cfg.cidr.dns());
+    sc.in6_enabled = cfg.ipv6;
+    inet_pton(AF_INET6, kIpv6Prefix, &sc.vprefix_addr6);
+    sc.vprefix_len = kIpv6PrefixLen;
+    inet_pton(AF_INET6, kIpv6Gateway, &sc.vhost6);
+    inet_pton(AF_INET6, kIpv6Dns, &sc.vnameserver6);
+    sc.if_mtu = cfg.mtu;
+    sc.if_mru = cfg.mtu;
+    sc.disable_host_loopback = cfg.disable_host_loopback;
+    if (cfg.outbound_addr) {
+        out4_.sin_family = AF_INET;
+        out4_.sin_addr = in4(*cfg.outbound_addr);
+        sc.outbound_addr = &out4_;
+    }
+    if (cfg.outbound_addr6) {
+        out6_.sin6_family = AF_INET6;
+        out6_.sin6_addr = *cfg.outbound_addr6;
+        sc.outbound_addr6 = &out6_;
+    }
+    sc.disable_dns = cfg.disable_dns;
+    // The child configures its address itself: no DHCP server for a guest
+    // to poke at unless asked for (SlirpConfig version 4).
+    sc.disable_dhcp = !cfg.enable_dhcp;
+    slirp_ = slirp_new(&sc, &kCallbacks, this);
+    if (slirp_ == nullptr)
+        throw Error(RKNP_ERR_INTERNAL, "libslirp refused the configuration");
+}
+
+SlirpAdapter::~SlirpAdapter() {
+    if (slirp_ != nullptr) slirp_cleanup(slirp_);
+}
+
+void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
+    if (tap_.vnet_hdr())
+        coalescer_.push(frame); // written by flush() before the loop sleeps
+    else
+        tap_.write_frame({}, frame, {}); // straight from libslirp's buffer
+}
+
+void SlirpAdapter::input(std::span<const uint8_t> frame) {
+    slirp_input(slirp_, frame.data(), int(frame.size()));
+}
+
+void SlirpAdapter::fill(uint32_t &timeout_ms, int64_t now_ms) {
+    slirp_pollfds_fill(slirp_, &timeout_ms, SlirpCallbacks::add_poll, this);
+    int64_t next = timers_.ms_until_next(now_ms);
+    if (next >= 0 && uint64_t(next) < timeout_ms) timeout_ms = uint32_t(next);
+}
+
+void SlirpAdapter::poll(bool error) {
+    slirp_pollfds_poll(slirp_, error, SlirpCallbacks::get_revents, this);
+}
+
+void SlirpAdapter::add_forward(const ForwardSpec &f) {
+    HostAddr h = host_sockaddr(f);
+    sockaddr_in g{};
+    g.sin_family = AF_INET;
+    g.sin_addr = in4(f.guest);
+    g.sin_port = htons(f.guest_port);
+    errno = 0;
+    if (slirp_add_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss), h.len,
+                           reinterpret_cast<sockaddr *>(&g), sizeof g,
+                           forward_flags(f)) < 0)
+        throw_errno("forward " + f.host_side(), errno != 0 ? errno : EADDRINUSE);
+}
+
+void SlirpAdapter::remove_forward(const ForwardSpec &f) {
+    HostAddr h = host_sockaddr(f);
+    if (slirp_remove_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss),
+                              h.len, forward_flags(f)) < 0)
+        throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " + f.host_side());
+}
+
+} // namespace rknp

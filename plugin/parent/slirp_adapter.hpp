@@ -1,0 +1,64 @@
+// libslirp in the parent: owns the Slirp instance, the SlirpConfig it is
+// built from and everything that config points to (libslirp keeps the
+// pointers), its timers and its callbacks. Guest-bound frames go to the
+// tap through the Coalescer. Stack thread only: libslirp is not
+// thread-safe.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <span>
+
+#include "common/config.hpp"
+#include "datapath/coalescer.hpp"
+#include "datapath/tap_io.hpp"
+#include "parent/forwards.hpp"
+#include "parent/poll_set.hpp"
+#include "parent/timers.hpp"
+
+struct Slirp;
+
+namespace rknp {
+
+class SlirpAdapter {
+public:
+    // Creates the libslirp instance; throws Error.
+    SlirpAdapter(const ParentConfig &cfg, TapIo &tap, Coalescer &coalescer,
+                 PollSet &polls);
+    ~SlirpAdapter();
+    SlirpAdapter(const SlirpAdapter &) = delete;
+    SlirpAdapter &operator=(const SlirpAdapter &) = delete;
+
+    // One whole Ethernet frame from the guest (never an IPv4 fragment).
+    void input(std::span<const uint8_t> frame);
+    // Adds libslirp's host sockets to the poll set; lowers timeout_ms to
+    // libslirp's and its timers' next deadline.
+    void fill(uint32_t &timeout_ms, int64_t now_ms);
+    // Services the host sockets with this round's poll results (error:
+    // poll failed, libslirp skips them).
+    void poll(bool error);
+    void run_timers(int64_t now_ms) { timers_.run_due(now_ms); }
+
+    // Host forwards; throw Error.
+    void add_forward(const ForwardSpec &f);
+    void remove_forward(const ForwardSpec &f);
+
+private:
+    friend struct SlirpCallbacks;
+
+    void to_guest(std::span<const uint8_t> frame);
+
+    const ParentConfig &cfg_;
+    TapIo &tap_;
+    Coalescer &coalescer_;
+    PollSet &polls_;
+    Timers timers_;
+    // libslirp binds every outbound socket through these pointers for its
+    // whole life: members, destroyed after slirp_cleanup.
+    sockaddr_in out4_{};
+    sockaddr_in6 out6_{};
+    Slirp *slirp_ = nullptr;
+};
+
+} // namespace rknp

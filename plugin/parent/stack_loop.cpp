@@ -1,0 +1,133 @@
+// The stack thread's loop: poll, host sockets, tap input, timers, tasks,
+// the hand-over, then the guest-bound frames of the round.
+#include "parent/stack_loop.hpp"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "datapath/offload.hpp"
+#include "handover/server.hpp"
+
+namespace rknp {
+
+namespace {
+
+// Frames drained from the tap per wake-up before host sockets get a turn.
+constexpr int kTapBudget = 256;
+// vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
+constexpr size_t kFrameBuffer = 65536 + 1024;
+constexpr int kHelloTimeoutMs = 2000;
+
+int64_t now_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+} // namespace
+
+StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
+                     pid_t child_pid, int wake_fd,
+                     const std::atomic<bool> &stop, Stats &stats,
+                     TaskQueue &tasks)
+    : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
+      wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
+      tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
+      slirp_(cfg, tap_, coalescer_, polls_) {}
+
+void StackLoop::accept_handover() {
+    try {
+        handover::accept_tap(
+            listen_.get(), child_pid_, ::geteuid(), kHelloTimeoutMs,
+            [this](handover::Accepted &&a) {
+                tap_.attach(std::move(a.tap), a.vnet_hdr);
+                stats_.tap_attached.store(true);
+                cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
+                                 std::to_string(child_pid_) +
+                                 (a.vnet_hdr ? " (offloads on)"
+                                             : " (offloads off)"));
+            });
+        // One tap per parent: stop accepting further hand-overs.
+        listen_.reset();
+    } catch (const Error &e) {
+        if (e.code() == RKNP_ERR_PERMISSION)
+            Stats::add(stats_.handovers_refused, 1);
+        cfg_.logger.error(e.what());
+    }
+}
+
+void StackLoop::detach_tap(const std::string &why) {
+    cfg_.logger.info("tap detached: " + why);
+    coalescer_.flush(); // frames for a dead tap are dropped by TapIo
+    tap_.detach();
+}
+
+void StackLoop::drain_tap() {
+    for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
+        ssize_t n = tap_.read(frame_);
+        if (n > 0) {
+            input_frame(size_t(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        // EBADFD/EIO: the child's network namespace is gone.
+        detach_tap(n == 0 ? "end of file" : std::strerror(errno));
+    }
+}
+
+void StackLoop::input_frame(size_t n) {
+    std::span<const uint8_t> frame =
+        prepare_guest_frame({frame_.data(), n}, tap_.vnet_hdr());
+    if (frame.empty()) {
+        Stats::add(stats_.frames_dropped, 1);
+        return;
+    }
+    uint32_t frames = 1;
+    if (is_ipv4_fragment(frame)) { // libslirp must never see one
+        auto o = reassembler_.add(frame, now_ms());
+        Stats::add(stats_.frames_dropped, o.dropped);
+        if (o.datagram.empty()) return;
+        frame = o.datagram;
+        frames = o.fragments;
+    }
+    Stats::add(stats_.frames_from_tap, frames);
+    Stats::add(stats_.bytes_from_tap, frame.size());
+    slirp_.input(frame);
+}
+
+void StackLoop::run() {
+    while (!stop_.load()) {
+        polls_.clear();
+        int wake_idx = polls_.add(wake_fd_, SLIRP_POLL_IN);
+        int listen_idx = listen_ ? polls_.add(listen_.get(), SLIRP_POLL_IN) : -1;
+        int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
+        uint32_t timeout = 1000;
+        slirp_.fill(timeout, now_ms());
+
+        int n = polls_.wait(int(timeout));
+        if (n < 0 && errno != EINTR) {
+            cfg_.logger.error(std::string("stack loop: poll: ") +
+                              std::strerror(errno));
+            return;
+        }
+        // Host sockets first, with this round's results, before tap input
+        // can create or close sockets; serviced every iteration.
+        slirp_.poll(n < 0);
+        if (polls_.revents(tap_idx) != 0) drain_tap();
+        slirp_.run_timers(now_ms());
+        if (polls_.revents(wake_idx) & POLLIN) {
+            uint64_t v;
+            (void)!::read(wake_fd_, &v, sizeof v);
+            for (auto &task : tasks_.take()) task(this);
+        }
+        if (listen_ && (polls_.revents(listen_idx) & POLLIN)) accept_handover();
+        coalescer_.flush();
+    }
+}
+
+} // namespace rknp

@@ -1,0 +1,61 @@
+// The stack thread's event loop: one poll over the wake-up eventfd, the
+// hand-over socket, the tap and libslirp's host sockets; guest frames go
+// tap -> offload/reassembly -> libslirp, libslirp's replies -> coalescer ->
+// tap. Everything in here runs on the one stack thread; other threads only
+// touch the atomic Stats, the TaskQueue and the wake-up eventfd.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/fd.hpp"
+#include "common/stats.hpp"
+#include "datapath/coalescer.hpp"
+#include "datapath/reassembly.hpp"
+#include "datapath/tap_io.hpp"
+#include "parent/poll_set.hpp"
+#include "parent/slirp_adapter.hpp"
+#include "parent/task_queue.hpp"
+
+namespace rknp {
+
+class StackLoop {
+public:
+    // Creates the libslirp instance; throws Error.
+    StackLoop(const ParentConfig &cfg, UniqueFd listen_fd, pid_t child_pid,
+              int wake_fd, const std::atomic<bool> &stop, Stats &stats,
+              TaskQueue &tasks);
+
+    // Runs until stop is set (and wake_fd signalled).
+    void run();
+
+    // For tasks run on the stack thread (forwards).
+    SlirpAdapter &slirp() { return slirp_; }
+
+private:
+    void accept_handover();
+    void drain_tap();
+    void input_frame(size_t len);
+    void detach_tap(const std::string &why);
+
+    const ParentConfig &cfg_;
+    UniqueFd listen_;
+    pid_t child_pid_;
+    int wake_fd_;
+    const std::atomic<bool> &stop_;
+    Stats &stats_;
+    TaskQueue &tasks_;
+    TapIo tap_;
+    Coalescer coalescer_;
+    Ipv4Reassembler reassembler_;
+    PollSet polls_;
+    std::vector<uint8_t> frame_;
+    SlirpAdapter slirp_; // last: destroyed first, it points at the above
+};
+
+} // namespace rknp
