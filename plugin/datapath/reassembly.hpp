@@ -27,7 +27,7 @@ public:
     struct Outcome {
         // Non-empty: a whole datagram (Ethernet frame, no fragment bits),
         // valid until the next add().
-        std::span<const uint8_t> datagram;
+        std::span<uint8_t> datagram;
         uint32_t fragments = 0; // fragments the datagram was made of
         uint32_t dropped = 0;   // fragments given up during this call
     };

@@ -26,6 +26,8 @@ public:
 
     // One frame into buf: its length, or -1 with errno (EAGAIN: none left).
     ssize_t read(std::span<uint8_t> buf);
+    // A guest-bound frame that could not be built: counted as dropped.
+    void drop_frame() { Stats::add(stats_.frames_dropped, 1); }
     // Frames for a detached tap are dropped and counted.
     void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                      std::span<const uint8_t> rest) override;

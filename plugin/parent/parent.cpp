@@ -7,11 +7,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <slirp/libslirp.h>
+
 #include <future>
 
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
+#include "parent/slirp_adapter.hpp"
 #include "parent/stack_loop.hpp"
 
 namespace rknp {
@@ -62,7 +65,18 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
             return;
         }
         ready.set_value();
-        loop->run();
+        // Nothing may leave this thread: an exception here would end
+        // rootlesskit (std::terminate) and every container with it.
+        try {
+            loop->run();
+        } catch (const std::exception &e) {
+            cfg_.logger.error(std::string("stack thread stopped: ") +
+                              e.what() + "; the network is down");
+        } catch (...) {
+            cfg_.logger.error("stack thread stopped by an unknown exception; "
+                              "the network is down");
+        }
+        loop.reset(); // libslirp and its sockets go with this thread
         // Requests that raced with the stop learn that the stack is gone.
         for (auto &task : tasks_.close()) task(nullptr);
     });
@@ -78,7 +92,11 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     opaque_ = ChildSetup::make(cfg_, path).encode();
     state_ = State::Running;
     started_.store(true);
-    cfg_.logger.info("stack started, waiting for the tap on " + path);
+    cfg_.logger.info(std::string("stack started (libslirp ") +
+                     slirp_version_string() + "), waiting for the tap on " +
+                     path);
+    if (std::string w = libslirp_bug_warning(slirp_version_string()); !w.empty())
+        cfg_.logger.warn(w);
 }
 
 void Parent::close() noexcept {

@@ -2,6 +2,7 @@
 #include "parent/slirp_adapter.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <slirp/libslirp.h>
 #include <time.h>
 
@@ -28,28 +29,50 @@ struct SlirpCallbacks {
     static SlirpAdapter &self(void *opaque) {
         return *static_cast<SlirpAdapter *>(opaque);
     }
-    static ssize_t send_packet(const void *buf, size_t len, void *o) {
-        self(o).to_guest({static_cast<const uint8_t *>(buf), len});
+    // No exception may unwind through libslirp's C frames.
+    static ssize_t send_packet(const void *buf, size_t len, void *o) noexcept {
+        try {
+            self(o).to_guest({static_cast<const uint8_t *>(buf), len});
+        } catch (...) {
+            self(o).tap_.drop_frame();
+        }
         return ssize_t(len);
     }
-    static void guest_error(const char *msg, void *o) {
-        self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+    static void guest_error(const char *msg, void *o) noexcept {
+        try {
+            self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+        } catch (...) {
+        }
     }
     static int64_t clock_get_ns(void *) { return now_ns(); }
-    static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) {
-        return self(o).timers_.create(cb, cb_opaque);
+    static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) noexcept {
+        try {
+            return self(o).timers_.create(cb, cb_opaque);
+        } catch (...) {
+            return nullptr; // libslirp checks, as for its own allocations
+        }
     }
     static void timer_free(void *t, void *o) { self(o).timers_.destroy(t); }
     static void timer_mod(void *t, int64_t expire_ms, void *o) {
         self(o).timers_.arm(t, expire_ms);
     }
     // The loop rebuilds its poll set every iteration, so registration and
-    // notification need no bookkeeping; they must still be non-NULL.
-    static void register_poll_fd(int, void *) {}
+    // notification need no bookkeeping. Every socket libslirp creates or
+    // accepts (forwards) is registered here: rootlesskit's children must
+    // not inherit it.
+    static void register_poll_fd(int fd, void *) noexcept {
+        int flags = ::fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC))
+            (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
     static void unregister_poll_fd(int, void *) {}
     static void notify(void *) {}
-    static int add_poll(int fd, int events, void *o) {
-        return self(o).polls_.add(fd, events);
+    static int add_poll(int fd, int events, void *o) noexcept {
+        try {
+            return self(o).polls_.add(fd, events);
+        } catch (...) {
+            return -1; // not polled this round; revents(-1) is 0
+        }
     }
     static int get_revents(int idx, void *o) {
         return self(o).polls_.slirp_revents(idx);
@@ -101,6 +124,29 @@ int forward_flags(const ForwardSpec &f) {
 }
 
 } // namespace
+
+std::string libslirp_bug_warning(std::string_view version) {
+    unsigned v[3] = {0, 0, 0};
+    size_t part = 0;
+    for (char c : version) {
+        if (c == '.' && ++part == 3) break;
+        if (c >= '0' && c <= '9') v[part] = v[part] * 10 + unsigned(c - '0');
+        else if (c != '.') break;
+    }
+    auto older = [&](unsigned a, unsigned b, unsigned c) {
+        return v[0] != a ? v[0] < a : v[1] != b ? v[1] < b : v[2] < c;
+    };
+    std::string w;
+    if (older(4, 8, 0))
+        w += " its TCP reassembly queue can loop (fixed in 4.8.0);";
+    if (older(4, 9, 2))
+        w += " urgent data can over-read its buffer (fixed in 4.9.2; rknp "
+             "clears URG before libslirp sees it);";
+    if (w.empty()) return w;
+    w.pop_back();
+    return "libslirp " + std::string(version) +
+           " has guest-reachable bugs:" + w;
+}
 
 SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
                            Coalescer &coalescer, PollSet &polls)

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "common/config.hpp"
 #include "datapath/coalescer.hpp"
@@ -20,6 +22,10 @@
 struct Slirp;
 
 namespace rknp {
+
+// A warning naming the guest-reachable bugs of a libslirp older than the
+// release that fixed them and what rknp does about each; "" when none.
+std::string libslirp_bug_warning(std::string_view version);
 
 class SlirpAdapter {
 public:

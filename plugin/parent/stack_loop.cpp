@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
 #include "handover/server.hpp"
 
@@ -57,6 +58,8 @@ void StackLoop::accept_handover() {
         if (e.code() == RKNP_ERR_PERMISSION)
             Stats::add(stats_.handovers_refused, 1);
         cfg_.logger.error(e.what());
+    } catch (const std::exception &e) {
+        cfg_.logger.error(std::string("hand-over: ") + e.what());
     }
 }
 
@@ -69,21 +72,31 @@ void StackLoop::detach_tap(const std::string &why) {
 void StackLoop::drain_tap() {
     for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
         ssize_t n = tap_.read(frame_);
-        if (n > 0) {
+        if (n > 0 && size_t(n) < frame_.size()) {
             input_frame(size_t(n));
+            continue;
+        }
+        if (n > 0) { // filled the buffer: no real frame is that long, cut
+            Stats::add(stats_.frames_dropped, 1);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
+        // Errors of one frame, not of the tap: drop it and go on.
+        if (n < 0 && (errno == EINVAL || errno == EFAULT ||
+                      errno == EMSGSIZE || errno == ENOBUFS)) {
+            Stats::add(stats_.frames_dropped, 1);
+            continue;
+        }
         // EBADFD/EIO: the child's network namespace is gone.
         detach_tap(n == 0 ? "end of file" : std::strerror(errno));
     }
 }
 
 void StackLoop::input_frame(size_t n) {
-    std::span<const uint8_t> frame =
+    std::span<uint8_t> frame =
         prepare_guest_frame({frame_.data(), n}, tap_.vnet_hdr());
-    if (frame.empty()) {
+    if (frame.empty() || !libslirp_ethertype(frame)) {
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
@@ -95,6 +108,7 @@ void StackLoop::input_frame(size_t n) {
         frame = o.datagram;
         frames = o.fragments;
     }
+    strip_urgent(frame); // also in reassembled datagrams
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
     slirp_.input(frame);

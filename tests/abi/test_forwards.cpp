@@ -5,8 +5,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,4 +252,41 @@ TEST_CASE("listing steps through the caller's array by its struct_size") {
     CHECK(std::string(rknp_error_message(err)) ==
           "rknp_forward_info[1].struct_size differs from element 0's");
     rknp_error_free(err);
+
+namespace {
+
+// Socket fds of this process that a fork+exec would pass on.
+std::vector<int> inheritable_sockets() {
+    std::vector<int> out;
+    for (int fd = 0; fd < 4096; ++fd) {
+        char link[64], target[64] = {};
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0 || std::string(target, size_t(n)).rfind("socket:", 0) != 0)
+            continue;
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC)) out.push_back(fd);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("sockets libslirp opens for forwards are close-on-exec") {
+    REQUIRE(inheritable_sockets().empty());
+    Running r;
+    uint16_t port = free_port();
+    auto f = tcp(port, 80);
+    uint32_t id = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &f, &id, nullptr) == RKNP_OK);
+    // A client connects: libslirp accepts it on the stack thread.
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    REQUIRE(connect(c, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(inheritable_sockets().empty());
+    close(c);
 }

@@ -1,7 +1,8 @@
 // Fuzz target: the frame path from the tap into the stack, as
 // StackLoop::input_frame runs it: prepare_guest_frame (strips the
 // virtio-net header, completes a partial checksum, drops bogus frames), IPv4
-// fragments through Ipv4Reassembler, then slirp_input into a libslirp
+// fragments through Ipv4Reassembler, ARP/IPv4/IPv6 only and URG cleared
+// (guest_filter.hpp), then slirp_input into a libslirp
 // instance configured like stack_loop.cpp's; libslirp's replies go through
 // the Coalescer like stack -> guest frames do. Every raw frame is also fed
 // to a second Coalescer directly, whose output is checked for consistency.
@@ -22,6 +23,7 @@
 #include "fuzz_input.hpp"
 #include "net_isolation.hpp"
 #include "datapath/coalescer.hpp"
+#include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
 #include "datapath/reassembly.hpp"
 #include "parent/timers.hpp"
@@ -174,13 +176,16 @@ struct Stack {
 
     // StackLoop::input_frame on a frame of exactly the read size.
     void input(std::vector<uint8_t> &buf) {
-        std::span<const uint8_t> frame = prepare_guest_frame(buf, vnet);
-        if (!frame.empty() && is_ipv4_fragment(frame)) {
+        std::span<uint8_t> frame = prepare_guest_frame(buf, vnet);
+        if (frame.empty() || !libslirp_ethertype(frame)) return;
+        if (is_ipv4_fragment(frame)) {
             frame = reassembler.add(frame, now_ns / 1'000'000).datagram;
-            if (!frame.empty())
-                fuzz::require(!is_ipv4_fragment(frame), "reassembled fragment");
+            if (frame.empty()) return;
+            fuzz::require(!is_ipv4_fragment(frame), "reassembled fragment");
         }
-        if (!frame.empty()) slirp_input(slirp, frame.data(), int(frame.size()));
+        strip_urgent(frame);
+        fuzz::require(!strip_urgent(frame), "URG left for libslirp");
+        slirp_input(slirp, frame.data(), int(frame.size()));
     }
 };
 

@@ -1,0 +1,67 @@
+// Ethertype filter and urgent-data removal for guest frames.
+#include "datapath/guest_filter.hpp"
+
+#include "datapath/checksum.hpp"
+
+namespace rknp {
+
+namespace {
+
+constexpr size_t kEthLen = 14;
+constexpr uint16_t kArp = 0x0806, kIpv4 = 0x0800, kIpv6 = 0x86dd;
+constexpr uint8_t kTcp = 6, kUrg = 0x20;
+
+// Offset of the TCP header of an unfragmented segment, 0 if none.
+size_t tcp_offset(std::span<const uint8_t> f) {
+    if (f.size() < kEthLen + 20 + 20) return 0;
+    const uint8_t *ip = f.data() + kEthLen;
+    switch (be16(f.data() + 12)) {
+    case kIpv4: {
+        size_t ihl = size_t(ip[0] & 0x0f) * 4;
+        if ((ip[0] >> 4) != 4 || ihl < 20 || ip[9] != kTcp ||
+            (be16(ip + 6) & 0x3fff) != 0 || be16(ip + 2) < ihl + 20 ||
+            f.size() < kEthLen + ihl + 20)
+            return 0;
+        return kEthLen + ihl;
+    }
+    case kIpv6:
+        if ((ip[0] >> 4) != 6 || ip[6] != kTcp || be16(ip + 4) < 20 ||
+            f.size() < kEthLen + 40 + 20)
+            return 0;
+        return kEthLen + 40;
+    default:
+        return 0;
+    }
+}
+
+// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') for one 16-bit word m -> m'.
+uint16_t update_checksum(uint16_t hc, uint16_t m, uint16_t m_new) {
+    uint64_t sum = uint16_t(~hc) + uint64_t(uint16_t(~m)) + m_new;
+    return uint16_t(~csum_fold(sum));
+}
+
+} // namespace
+
+bool libslirp_ethertype(std::span<const uint8_t> frame) {
+    if (frame.size() < kEthLen) return false;
+    uint16_t type = be16(frame.data() + 12);
+    return type == kArp || type == kIpv4 || type == kIpv6;
+}
+
+bool strip_urgent(std::span<uint8_t> frame) {
+    size_t off = tcp_offset(frame);
+    if (off == 0) return false;
+    uint8_t *tcp = frame.data() + off;
+    uint16_t flags_word = be16(tcp + 12), urp = be16(tcp + 18);
+    if ((flags_word & kUrg) == 0 && urp == 0) return false;
+    uint16_t cleared = uint16_t(flags_word & ~kUrg);
+    uint16_t sum = be16(tcp + 16);
+    sum = update_checksum(sum, flags_word, cleared);
+    sum = update_checksum(sum, urp, 0);
+    put_be16(tcp + 12, cleared);
+    put_be16(tcp + 18, 0);
+    put_be16(tcp + 16, sum);
+    return true;
+}
+
+} // namespace rknp

@@ -1,0 +1,22 @@
+// What of a guest frame may reach libslirp. The guest is untrusted and
+// libslirp runs inside rootlesskit: only ARP, IPv4 and IPv6 get through
+// (libslirp 4.7 would also parse NC-SI and more), and TCP's urgent
+// mechanism is removed before libslirp sees it (4.7.0's sosendoob sends
+// bytes past its buffered data for a large urgent pointer, fixed in 4.9.2).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace rknp {
+
+// True for frames of an ethertype libslirp serves: ARP, IPv4, IPv6.
+bool libslirp_ethertype(std::span<const uint8_t> frame);
+
+// Clears URG and the urgent pointer of an unfragmented TCP segment in an
+// Ethernet frame, keeping its checksum as valid (or as invalid) as it was
+// (RFC 1624 incremental update). Other frames are left alone. Returns
+// whether the segment was changed.
+bool strip_urgent(std::span<uint8_t> frame);
+
+} // namespace rknp
