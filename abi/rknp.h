@@ -74,7 +74,8 @@ extern "C" {
  *   1.1  port forwarding: rknp_forward, rknp_forward_info and the table's
  *        forward_init, parent_add_forward, parent_remove_forward,
  *        parent_list_forwards
- *   1.2  rknp_config.enable_dhcp
+ *   1.2  rknp_config.enable_dhcp, rknp_stats.segments_merged and
+ *        acks_superseded
  */
 #define RKNP_ABI_MINOR 2
 /** rknp_abi_version() packs both: (major << 16) | minor. */
@@ -271,10 +272,17 @@ typedef struct rknp_stats {
                                       it, IPv4 fragments that could not be
                                       reassembled */
     uint64_t handovers_refused;    /* peers refused on the hand-over socket */
+    /* 1.2 */
+    uint64_t segments_merged;      /* guest-bound TCP segments that went out
+                                      merged with others in a GSO frame */
+    uint64_t acks_superseded;      /* guest-bound pure ACKs left out because
+                                      a later one of the flow acked more */
 } rknp_stats;
 
 #define RKNP_STATS_SIZE_1_0 \
     (offsetof(rknp_stats, handovers_refused) + sizeof(uint64_t))
+#define RKNP_STATS_SIZE_1_2 \
+    (offsetof(rknp_stats, acks_superseded) + sizeof(uint64_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,

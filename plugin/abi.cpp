@@ -179,6 +179,8 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
         o.bytes_to_tap = s.bytes_to_tap.load();
         o.frames_dropped = s.frames_dropped.load();
         o.handovers_refused = s.handovers_refused.load();
+        o.segments_merged = s.segments_merged.load();
+        o.acks_superseded = s.acks_superseded.load();
         rknp::write_versioned(*out, o, RKNP_STATS_SIZE_1_0, "rknp_stats");
     });
 }

@@ -48,6 +48,8 @@ type Stats struct {
 	BytesToTap       uint64
 	FramesDropped    uint64
 	HandoversRefused uint64
+	SegmentsMerged   uint64 // ABI 1.2; 0 from older libraries
+	AcksSuperseded   uint64 // ABI 1.2; 0 from older libraries
 }
 
 // NewParent validates cfg and creates a stopped parent.
@@ -163,6 +165,8 @@ func (p *Parent) Stats() (Stats, error) {
 		BytesToTap:       uint64(s.bytes_to_tap),
 		FramesDropped:    uint64(s.frames_dropped),
 		HandoversRefused: uint64(s.handovers_refused),
+		SegmentsMerged:   uint64(s.segments_merged),
+		AcksSuperseded:   uint64(s.acks_superseded),
 	}, nil
 }
 

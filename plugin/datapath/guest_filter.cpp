@@ -35,9 +35,12 @@ size_t tcp_offset(std::span<const uint8_t> f) {
 }
 
 // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') for one 16-bit word m -> m'.
+// Values are 16-bit words as read from the wire (be16), so the sum is
+// folded here rather than by csum_fold, which works on csum_add's sums.
 uint16_t update_checksum(uint16_t hc, uint16_t m, uint16_t m_new) {
-    uint64_t sum = uint16_t(~hc) + uint64_t(uint16_t(~m)) + m_new;
-    return uint16_t(~csum_fold(sum));
+    uint32_t sum = uint32_t(uint16_t(~hc)) + uint16_t(~m) + m_new;
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    return uint16_t(~sum);
 }
 
 } // namespace

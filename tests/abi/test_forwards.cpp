@@ -252,6 +252,7 @@ TEST_CASE("listing steps through the caller's array by its struct_size") {
     CHECK(std::string(rknp_error_message(err)) ==
           "rknp_forward_info[1].struct_size differs from element 0's");
     rknp_error_free(err);
+}
 
 namespace {
 

@@ -129,11 +129,14 @@ int main(int argc, char **argv) {
         rknp_stats s;
         s.struct_size = sizeof s;
         if (rknp_parent_stats(parent, &s, NULL) == RKNP_OK)
-            fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu refused=%llu\n",
+            fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu "
+                            "refused=%llu merged=%llu superseded=%llu\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
-                    (unsigned long long)s.handovers_refused);
+                    (unsigned long long)s.handovers_refused,
+                    (unsigned long long)s.segments_merged,
+                    (unsigned long long)s.acks_superseded);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);

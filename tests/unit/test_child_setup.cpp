@@ -11,11 +11,7 @@ using namespace rknp;
 
 namespace {
 
-rknp_config defaults() {
-    rknp_config c;
-    default_config(c);
-    return c;
-}
+rknp_config defaults() { return default_config(); }
 
 } // namespace
 
