@@ -75,7 +75,7 @@ extern "C" {
  *        forward_init, parent_add_forward, parent_remove_forward,
  *        parent_list_forwards
  *   1.2  rknp_config.enable_dhcp, rknp_stats.segments_merged and
- *        acks_superseded
+ *        acks_superseded, rknp_child_options.link_only
  */
 #define RKNP_ABI_MINOR 2
 /** rknp_abi_version() packs both: (major << 16) | minor. */
@@ -398,10 +398,17 @@ typedef struct rknp_child_options {
                                         private thread of the library */
     rknp_log_fn log_fn;          /* NULL: messages are dropped */
     void *log_user_data;
+    /* 1.2 */
+    uint8_t link_only;           /* 1: create the tap, set it up (MTU, MAC,
+                                    offloads) and hand it over, but leave
+                                    addresses and routes to the caller (as
+                                    slirp4netns without --configure) */
 } rknp_child_options;
 
 #define RKNP_CHILD_OPTIONS_SIZE_1_0 \
     (offsetof(rknp_child_options, log_user_data) + sizeof(void *))
+#define RKNP_CHILD_OPTIONS_SIZE_1_2 \
+    (offsetof(rknp_child_options, link_only) + sizeof(uint8_t))
 
 /** Clears struct_size bytes of opts (pass sizeof(rknp_child_options)), sets
  *  the defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if opts is NULL

@@ -212,6 +212,7 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
         }
         std::string netns;
         rknp::Logger log;
+        bool link_only = false;
         if (opts != nullptr) {
             rknp_child_options o = rknp::read_versioned(
                 *opts, default_child_options(), RKNP_CHILD_OPTIONS_SIZE_1_0,
@@ -219,12 +220,17 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
             if (o.detached_netns_path != nullptr)
                 netns = o.detached_netns_path;
             log = rknp::Logger(o.log_fn, o.log_user_data);
+            if (o.link_only > 1)
+                rknp::throw_invalid("invalid rknp_child_options.link_only \"" +
+                                    std::to_string(o.link_only) +
+                                    "\": must be 0 or 1");
+            link_only = o.link_only;
         }
         if (devname != nullptr && devname_len < 16)
             rknp::throw_invalid("devname_len " + std::to_string(devname_len) +
                                 " is too small: pass at least 16");
         auto setup = rknp::ChildSetup::decode(kv);
-        std::string dev = rknp::configure_child(setup, netns, log);
+        std::string dev = rknp::configure_child(setup, netns, log, link_only);
         if (devname != nullptr) std::memcpy(devname, dev.c_str(), dev.size() + 1);
     });
 }

@@ -24,6 +24,7 @@ static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_2 == 72);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);
+static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_2 == 33);
 static_assert(sizeof(void *) != 8 || RKNP_API_V1_SIZE_1_0 == 144);
 static_assert(sizeof(void *) != 8 || RKNP_API_V1_SIZE_1_1 == 176);
 // Each minor only appends: the newest size is the whole struct.

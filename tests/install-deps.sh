@@ -6,6 +6,7 @@ PACKAGES=(
     libslirp-dev libglib2.0-dev libnl-3-dev libnl-route-3-dev doctest-dev
     iproute2 util-linux uidmap procps curl python3 iperf3 binutils
     slirp4netns passt valgrind clang-14 libclang-rt-14-dev
+    rootlesskit nlohmann-json3-dev libseccomp-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

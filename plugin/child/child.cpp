@@ -74,12 +74,19 @@ bool has_global_ipv6(const std::string &ifname) {
     return found;
 }
 
-std::string configure_here(const ChildSetup &s, const Logger &log) {
+std::string configure_here(const ChildSetup &s, const Logger &log,
+                           bool link_only) {
     UniqueFd tap = open_tap(s.ifname, s.offload, s.mtu, log);
     Netlink nl;
     nl.link_up("lo");
     if (s.ipv6 && !s.ipv6_address) disable_dad(s.ifname, log);
     nl.link_up(s.ifname, s.mtu, kTxQueueLen, s.mac);
+    if (link_only) {
+        handover::send_tap(s.socket_path, tap.get(), s.ifname,
+                           int(s.timeout_ms));
+        log.info("tap " + s.ifname + " up, addresses left to the caller");
+        return s.ifname;
+    }
     int idx = nl.ifindex(s.ifname);
     uint32_t ip = htonl(s.ip), gw = htonl(s.gateway);
     nl.add_address(idx, AF_INET, &ip, s.prefix_len, false);
@@ -112,8 +119,9 @@ std::string configure_here(const ChildSetup &s, const Logger &log) {
 
 std::string configure_child(const ChildSetup &setup,
                             const std::string &detached_netns_path,
-                            const Logger &log) {
-    if (detached_netns_path.empty()) return configure_here(setup, log);
+                            const Logger &log, bool link_only) {
+    if (detached_netns_path.empty())
+        return configure_here(setup, log, link_only);
 
     UniqueFd ns(::open(detached_netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open network namespace " + detached_netns_path);
@@ -125,7 +133,7 @@ std::string configure_child(const ChildSetup &setup,
         try {
             if (::setns(ns.get(), CLONE_NEWNET) < 0)
                 throw_errno("enter network namespace " + detached_netns_path);
-            result = configure_here(setup, log);
+            result = configure_here(setup, log, link_only);
         } catch (...) {
             failure = std::current_exception();
         }

@@ -10,9 +10,10 @@ namespace rknp {
 
 // Runs in the calling thread's network namespace, or, when
 // detached_netns_path is non-empty, on a private thread that enters it.
-// Returns the device name. Throws Error.
+// link_only: addresses and routes are left to the caller. Returns the
+// device name. Throws Error.
 std::string configure_child(const ChildSetup &setup,
                             const std::string &detached_netns_path,
-                            const Logger &log);
+                            const Logger &log, bool link_only);
 
 } // namespace rknp

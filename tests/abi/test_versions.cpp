@@ -200,3 +200,16 @@ TEST_CASE("a 1.0-size rknp_child_options is read, its missing tail is not") {
     CHECK(message(err).find("rknp_child_options.struct_size 8") !=
           std::string::npos);
 }
+
+TEST_CASE("the 1.2 child option link_only is read and checked") {
+    rknp_child_options o;
+    REQUIRE(rknp_child_options_init(&o, sizeof o) == RKNP_OK);
+    CHECK(o.link_only == 0);
+    o.link_only = 2;
+    rknp_kv kv[] = {{"rknp.ifname", "tap0"}};
+    rknp_error *err = nullptr;
+    CHECK(rknp_child_configure(kv, 1, &o, nullptr, 0, &err) ==
+          RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err) ==
+          "invalid rknp_child_options.link_only \"2\": must be 0 or 1");
+}

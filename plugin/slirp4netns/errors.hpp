@@ -1,0 +1,27 @@
+// Error type of rknp-slirp4netns: a message for stderr plus the exit code
+// slirp4netns would use, and helpers that build one from errno.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace s4n {
+
+class Failure : public std::runtime_error {
+public:
+    explicit Failure(const std::string &msg, int exit_code = 1)
+        : std::runtime_error(msg), exit_code_(exit_code) {}
+    int exit_code() const { return exit_code_; }
+
+private:
+    int exit_code_;
+};
+
+// "what: strerror(errno)", like perror(what).
+inline Failure sys_failure(const std::string &what, int err = errno) {
+    return Failure(what + ": " + std::strerror(err));
+}
+
+} // namespace s4n

@@ -1,0 +1,59 @@
+// Namespace paths of the target (PID or --netns-type=path, --userns-path)
+// and entering them with setns(2), as slirp4netns does.
+#include "namespaces.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "errors.hpp"
+#include "unique_fd.hpp"
+
+namespace s4n {
+
+TargetNamespaces target_namespaces(const Options &o) {
+    TargetNamespaces ns;
+    std::string proc = "/proc/" + std::to_string(o.target_pid) + "/ns/";
+    ns.netns = o.netns_path ? *o.netns_path : proc + "net";
+    if (o.userns_path)
+        ns.userns = *o.userns_path;
+    else if (o.target_pid > 0)
+        ns.userns = proc + "user";
+    return ns;
+}
+
+namespace {
+
+UniqueFd open_ns(const std::string &path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw sys_failure(path);
+    return fd;
+}
+
+} // namespace
+
+void enter_user_and_net(const TargetNamespaces &ns) {
+    UniqueFd net = open_ns(ns.netns);
+    UniqueFd user;
+    if (ns.userns) user = open_ns(*ns.userns);
+    // EINVAL: already in it (or the caller owns the netns anyway); a real
+    // lack of privilege shows up as the netns setns failing below.
+    if (user && ::setns(user.get(), CLONE_NEWUSER) < 0 && errno != EINVAL)
+        std::fprintf(stderr, "rknp-slirp4netns: setns(CLONE_NEWUSER, %s): %s\n",
+                     ns.userns->c_str(), std::strerror(errno));
+    if (::setns(net.get(), CLONE_NEWNET) < 0)
+        throw sys_failure("setns(CLONE_NEWNET, " + ns.netns + ")");
+}
+
+void enter_user_as_root(const std::string &userns) {
+    UniqueFd user = open_ns(userns);
+    if (::setns(user.get(), CLONE_NEWUSER) < 0)
+        throw sys_failure("setns(CLONE_NEWUSER, " + userns + ")");
+    if (::setegid(0) < 0) throw sys_failure("setegid(0)");
+    if (::seteuid(0) < 0) throw sys_failure("seteuid(0)");
+}
+
+} // namespace s4n

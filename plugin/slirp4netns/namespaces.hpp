@@ -1,0 +1,31 @@
+// Namespace paths of the target (PID or --netns-type=path, --userns-path)
+// and entering them with setns(2), as slirp4netns does.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "cli.hpp"
+
+namespace s4n {
+
+struct TargetNamespaces {
+    std::optional<std::string> userns; // none: stay in the caller's
+    std::string netns;
+};
+
+// /proc/PID/ns/{user,net}, or the paths given on the command line.
+TargetNamespaces target_namespaces(const Options &o);
+
+// Enters the user namespace (a failure there is not fatal, as in
+// slirp4netns: the caller may already be in it) and then the network
+// namespace. Only for a single-threaded process. Throws Failure.
+void enter_user_and_net(const TargetNamespaces &ns);
+
+// Enters only the user namespace and becomes uid/gid 0 in it (the sandbox
+// needs CAP_SYS_ADMIN there). Single-threaded only. Throws Failure.
+void enter_user_as_root(const std::string &userns);
+
+} // namespace s4n

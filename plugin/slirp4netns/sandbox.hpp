@@ -1,0 +1,16 @@
+// --enable-sandbox: a private mount namespace whose root is an empty,
+// read-only tmpfs holding only read-only binds of /etc and /run (for
+// resolv.conf) and a writable bind of rknp's state dir; then no new
+// privileges and every capability but CAP_NET_BIND_SERVICE dropped.
+#pragma once
+
+#include <string>
+
+namespace s4n {
+
+// Needs CAP_SYS_ADMIN in the caller's user namespace (enter_user_as_root
+// first when not root) and a single-threaded process. state_dir stays
+// reachable at the same path. Throws Failure.
+void create_sandbox(const std::string &state_dir);
+
+} // namespace s4n

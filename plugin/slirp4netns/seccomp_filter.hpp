@@ -1,0 +1,12 @@
+// --enable-seccomp: a libseccomp filter that kills the process on every
+// system call slirp4netns 1.2 blocks plus more (namespace creation, io_uring,
+// bpf, keyrings, ...) and on any foreign-architecture system call.
+#pragma once
+
+namespace s4n {
+
+// Loads the filter on the calling thread; threads created later inherit
+// it, so load it before rknp_parent_start. Throws Failure.
+void enable_seccomp();
+
+} // namespace s4n

@@ -1,0 +1,21 @@
+// A private temporary directory (mode 0700) for rknp's hand-over socket,
+// removed with its socket on destruction.
+#pragma once
+
+#include <string>
+
+namespace s4n {
+
+class StateDir {
+public:
+    StateDir(); // throws Failure
+    ~StateDir();
+    StateDir(const StateDir &) = delete;
+    StateDir &operator=(const StateDir &) = delete;
+    const std::string &path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+} // namespace s4n

@@ -1,0 +1,468 @@
+#!/bin/bash
+# End-to-end tests of rknp-slirp4netns, the slirp4netns-compatible command
+# on the public rknp C ABI, behind Debian's stock rootlesskit 1.1.0
+# (`--net=slirp4netns --slirp4netns-binary=PATH`) as an unprivileged user.
+# Every rootlesskit case runs twice: with rknp-slirp4netns (driver label
+# "plugin", as in run.sh) and with the real /usr/bin/slirp4netns 1.2.0
+# ("slirp4netns", the reference: a failure there is an environment problem). The API case sends the same
+# requests to both over --api-socket and diffs the replies.
+#
+#   sudo tests/e2e/compat_slirp4netns.sh          # BUILD_DIR (default build/)
+#   S4N_CASES="api sandbox" S4N_DRIVERS=plugin sudo -E tests/e2e/compat_slirp4netns.sh
+#
+# Needs $BUILD_DIR/bin/rknp-slirp4netns and $BUILD_DIR/lib/librknp.so.1,
+# rootlesskit, slirp4netns, uidmap, iproute2, curl, python3, util-linux
+# (tests/install-deps.sh). Traffic goes only to loopback and to namespaces
+# this script creates. Takes /tmp/rknp-ns.lock for the whole run, so it does
+# not overlap other namespace test runs on the machine. One PASS/FAIL line
+# per case and driver; exits non-zero if any failed.
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+
+if [ -z "${_RKNP_S4N_INNER:-}" ]; then
+    exec env _RKNP_S4N_INNER=1 flock /tmp/rknp-ns.lock \
+        timeout -k 10 "${E2E_TIMEOUT:-900}" bash "$0" "$@"
+fi
+
+[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a DNS server on :53)" >&2; exit 1; }
+for f in "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" /usr/bin/rootlesskit /usr/bin/slirp4netns; do
+    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh; build rknp-slirp4netns first)" >&2; exit 1; }
+done
+
+# shellcheck source=tests/e2e/lib.sh
+. "$E2E_DIR/lib.sh"
+
+DNS_NAME=rknp-s4n.test
+DNS_IP=192.0.2.78
+
+SCRATCH=$(mktemp -d /tmp/rknp-s4n.XXXXXX)
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+chmod 0755 "$SCRATCH"
+mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+# Copies (a rebuild during the run cannot change them); the binary finds
+# the library through its $ORIGIN/../lib rpath.
+install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
+install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+install -m 0755 "$E2E_DIR/compat_slirp4netns_helper.py" "$SCRATCH/bin/helper.py"
+S4N=$SCRATCH/bin/rknp-slirp4netns
+RK=/usr/bin/rootlesskit
+HELPER=$SCRATCH/bin/helper.py
+
+setup_user
+chown "$E2E_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
+chmod -R a+rX "$SCRATCH/www"
+FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+
+PORT4=$(free_port 127.0.0.1)
+start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
+PORT6=$(free_port ::1)
+start_http ::1 "$PORT6" "$SCRATCH/www"
+start_dns
+log "rootlesskit: $("$RK" --version); reference: $(/usr/bin/slirp4netns --version | head -n1)"
+log "rknp-slirp4netns: $("$S4N" --version | head -n2 | tr '\n' ' ')"
+log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
+
+# drv_flags DRIVER (replaces lib.sh's): stock rootlesskit's slirp4netns
+# network with our binary or the real one, sandbox and seccomp "auto" as
+# dockerd-rootless.sh passes them (rootlesskit probes `--help` for them).
+drv_flags() {
+    local sb="--slirp4netns-sandbox=${S4N_SANDBOX:-auto} --slirp4netns-seccomp=${S4N_SECCOMP:-auto}"
+    case $1 in
+    plugin) echo "--net=slirp4netns --slirp4netns-binary=$S4N $sb" ;;
+    *) echo "--net=slirp4netns $sb" ;;
+    esac
+}
+
+# The driver's binary, for cases that run it directly.
+drv_bin() { [ "$1" = plugin ] && echo "$S4N" || echo /usr/bin/slirp4netns; }
+
+# 0. What rootlesskit and Podman probe: `--help` lists every option and
+# exits 0; an unknown option is refused as slirp4netns refuses it.
+case_cli() {
+    local bin out rc=0 err
+    bin=$(drv_bin "$1")
+    out=$(as_user "$bin" --help)
+    local o
+    for o in --configure --mtu --cidr --disable-host-loopback --enable-ipv6 \
+        --outbound-addr --outbound-addr6 --disable-dns --macaddress \
+        --api-socket --ready-fd --exit-fd --netns-type --userns-path \
+        --enable-sandbox --enable-seccomp --version --help; do
+        grep -q -- "$o" <<<"$out" || { echo "--help lacks $o"; return 1; }
+    done
+    echo "ok --help lists every option"
+    err=$(as_user "$bin" --no-such-flag 1 tap0 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 1 ] || { echo "unknown flag: exit $rc, want 1"; return 1; }
+    expect "slirp4netns' wording" "^$bin: unrecognized option '--no-such-flag'\$" "$err"
+    rc=0
+    err=$(as_user "$bin" --mtu=70000 1 tap0 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 1 ] || { echo "bad MTU: exit $rc, want 1"; return 1; }
+    expect "MTU message" "^MTU must be a positive integer \(< 65522\)\$" "$err"
+    rc=0
+    err=$(as_user "$bin" notapid tap0 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 1 ] || { echo "bad PID: exit $rc, want 1"; return 1; }
+    expect "PID message" "^PID must be a positive integer\$" "$err"
+    rc=0
+    err=$(as_user "$bin" --cidr=10.0.2.100/24 1 tap0 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 1 ] || { echo "bad CIDR: exit $rc, want 1"; return 1; }
+    expect "CIDR message" "^CIDR needs to be a network address" "$err"
+    rc=0
+    err=$(as_user "$bin" 1 tap0 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 1 ] || { echo "child failure: exit $rc, want 1"; return 1; }
+    expect "child failure reported as slirp4netns does" "^child failed\(1\)\$" "$err"
+    if [ "$1" = plugin ]; then
+        out=$(as_user "$bin" --version)
+        expect "version names rknp and libslirp" "^rknp: [0-9.]+ \(libslirp [0-9.]+\)\$" "$out"
+    fi
+}
+
+# 1. Fetch from the host's 127.0.0.1 through the gateway 10.0.2.2.
+case_http_host_loopback() {
+    local out
+    out=$(rk "$1" --copy-up=/etc -- sh -c "
+        ip -o addr show dev tap0; ip route
+        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
+    expect "guest address" "inet 10\.0\.2\.100/24" "$out"
+    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
+    expect "fetch via 10.0.2.2" "^sha=$FILE_SHA\$" "$out"
+}
+
+# 1b. The same without sandbox and seccomp.
+case_no_sandbox() {
+    local out
+    out=$(S4N_SANDBOX=false S4N_SECCOMP=false rk "$1" --copy-up=/etc -- sh -c "
+        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
+    expect "fetch via 10.0.2.2" "^sha=$FILE_SHA\$" "$out"
+}
+
+# 1c. --disable-host-loopback: the gateway no longer reaches 127.0.0.1.
+case_disable_host_loopback() {
+    local out
+    out=$(rk "$1" --copy-up=/etc --disable-host-loopback -- \
+        sh -c "if curl -sSf --max-time 5 -o /dev/null http://10.0.2.2:$PORT4/file; then echo REACHED; else echo BLOCKED; fi")
+    expect "fetch refused" "^BLOCKED\$" "$out"
+}
+
+# 2. DNS through 10.0.2.3 to the nameserver of the parent's resolv.conf (a
+# test one bind-mounted in a private mount namespace); with the sandbox this
+# also proves the sandbox keeps /etc/resolv.conf.
+case_dns() {
+    local resolv="$SCRATCH/resolv.conf" out
+    echo "nameserver $DNS_ADDR" >"$resolv"
+    chmod 0644 "$resolv"
+    # shellcheck disable=SC2046
+    out=$(timeout -k 5 "$RK_TIMEOUT" unshare -m --propagation private \
+        sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv" \
+        setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups \
+        env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" \
+        RKNP_TEST_RUN="$RKNP_TEST_RUN" "$RK" $(drv_flags "$1") --copy-up=/etc -- \
+        sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
+    expect "nameserver 10.0.2.3 in the child's resolv.conf" "^nameserver 10\.0\.2\.3\$" "$out"
+    expect "resolved $DNS_NAME" "^${DNS_IP//./\\.} " "$out"
+}
+
+# 3. --cidr: guest .100, gateway .2 of the given network.
+case_cidr() {
+    local out
+    out=$(rk "$1" --copy-up=/etc --cidr=10.0.135.128/25 -- sh -c "
+        ip -o addr show dev tap0; ip route
+        echo sha=\$($(fetch_sha "http://10.0.135.130:$PORT4/file"))")
+    expect "guest address" "inet 10\.0\.135\.228/25" "$out"
+    expect "default route" "^default via 10\.0\.135\.130 dev tap0" "$out"
+    expect "fetch via the custom gateway" "^sha=$FILE_SHA\$" "$out"
+}
+
+# 4. --mtu: the tap's MTU, and a 4 MiB fetch at that MTU.
+mtu_case() {
+    local out
+    out=$(rk "$1" --copy-up=/etc --mtu="$2" -- sh -c "
+        ip -o link show dev tap0
+        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
+    expect "MTU $2" "tap0: .* mtu $2 " "$out"
+    expect "fetch" "^sha=$FILE_SHA\$" "$out"
+}
+case_mtu_1500() { mtu_case "$1" 1500; }
+case_mtu_65520() { mtu_case "$1" 65520; }
+
+# 5. --ipv6: a server on the host's [::1] through [fd00::2], guest address
+# by SLAAC from the stack's router advertisements.
+case_ipv6() {
+    local out
+    out=$(rk "$1" --copy-up=/etc --ipv6 -- sh -c "
+        for i in \$(seq 100); do
+            ip -6 -o addr show dev tap0 scope global | grep -v tentative | grep -q 'inet6 fd00::' && break
+            sleep 0.1
+        done
+        ip -6 -o addr show dev tap0
+        echo sha=\$($(fetch_sha "http://[fd00::2]:$PORT6/file"))")
+    expect "guest IPv6 address" "inet6 fd00::" "$out"
+    expect "fetch over IPv6" "^sha=$FILE_SHA\$" "$out"
+}
+
+# 6. The command's exit status comes back through rootlesskit, and nothing
+# of the network is left: no process, no state dir.
+case_exit_code() {
+    local rc=0
+    rk "$1" --copy-up=/etc -- sh -c 'exit 7' || rc=$?
+    [ "$rc" = 7 ] || { echo "exit status $rc, want 7"; return 1; }
+    echo "ok exit status 7"
+    local comm left
+    comm=$(basename "$(drv_bin "$1")" | cut -c1-15)
+    if ! left=$(run_leftovers "$comm"); then
+        echo "left running:"; echo "$left"; return 1
+    fi
+    if ls -d "$SCRATCH"/tmp/rknp-slirp4netns.* 2>/dev/null; then
+        echo "state dirs left behind"; return 1
+    fi
+    echo "ok nothing left"
+}
+
+# 7. --port-driver=slirp4netns -p: rootlesskit publishes a port through the
+# API socket; a server inside on :80 serves the file to the host's
+# 127.0.0.1:PORT (bytes compared).
+case_port_driver() {
+    local port done_file="$SCRATCH/tmp/port-done-$1" pid sha="" i
+    port=$(free_port 127.0.0.1)
+    rm -f "$done_file"
+    local ARGV
+    rk_argv "$1" --copy-up=/etc --port-driver=slirp4netns -p "127.0.0.1:$port:80/tcp" -- sh -c "
+        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH/www' 80 >/dev/null 2>&1 &
+        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
+        kill \$!"
+    "${ARGV[@]}" >"$SCRATCH/logs/port.$1.log" 2>&1 &
+    pid=$!
+    for i in $(seq 100); do
+        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
+        [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    touch "$done_file"
+    local rc=0
+    wait "$pid" || rc=$?
+    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; cat "$SCRATCH/logs/port.$1.log"; return 1; }
+    echo "ok host fetched the file from inside through 127.0.0.1:$port"
+    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/port.$1.log"; return 1; }
+}
+
+# 8. The sandbox and seccomp rootlesskit asks for ("auto") are in force: the
+# process has an almost empty root, no new privileges, seccomp filter mode,
+# only CAP_NET_BIND_SERVICE, and cannot see the host's files.
+case_sandbox() {
+    local flag="$SCRATCH/tmp/sbx-ready-$1" done_file="$SCRATCH/tmp/sbx-done-$1" pid rkpid spid i st root
+    rm -f "$flag" "$done_file"
+    local ARGV
+    rk_argv "$1" --copy-up=/etc -- sh -c "
+        touch '$flag'
+        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
+        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))"
+    "${ARGV[@]}" >"$SCRATCH/logs/sandbox.$1.log" 2>&1 &
+    pid=$!
+    for i in $(seq 100); do [ -e "$flag" ] && break; sleep 0.1; done
+    # timeout -> setpriv/env/rootlesskit (exec'd) -> the network process
+    # (rootlesskit may run it by its bare name: match the executable).
+    rkpid=$(pgrep -P "$pid" | head -n1 || true)
+    spid=""
+    for i in $(pgrep -P "${rkpid:-0}" || true); do
+        [ "$(readlink "/proc/$i/exe")" = "$(drv_bin "$1")" ] && spid=$i
+    done
+    if [ -z "$spid" ]; then
+        echo "no network process under rootlesskit ${rkpid:-?}"
+        touch "$done_file"
+        wait "$pid" || true
+        return 1
+    fi
+    st=$(cat "/proc/$spid/status")
+    root=$(ls -A "/proc/$spid/root/" | tr '\n' ' ')
+    local www_visible=no
+    [ -e "/proc/$spid/root$SCRATCH/www/file" ] && www_visible=yes
+    touch "$done_file"
+    local rc=0 out
+    wait "$pid" || rc=$?
+    out=$(cat "$SCRATCH/logs/sandbox.$1.log")
+    echo "root of $spid: $root"
+    expect "seccomp filter" "^Seccomp:[[:space:]]+2\$" "$st"
+    expect "one filter or more" "^Seccomp_filters:[[:space:]]+[1-9]" "$st"
+    expect "no new privileges" "^NoNewPrivs:[[:space:]]+1\$" "$st"
+    expect "only CAP_NET_BIND_SERVICE" "^CapEff:[[:space:]]+0000000000000400\$" "$st"
+    expect "only CAP_NET_BIND_SERVICE bounding" "^CapBnd:[[:space:]]+0000000000000400\$" "$st"
+    for e in $root; do
+        case $e in etc | run | tmp) ;; *) echo "unexpected /$e in the sandbox root"; return 1 ;; esac
+    done
+    [ "$www_visible" = no ] || { echo "host files visible in the sandbox"; return 1; }
+    echo "ok host files not visible"
+    expect "network still works in the sandbox" "^sha=$FILE_SHA\$" "$out"
+    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; return 1; }
+}
+
+# 9. The JSON API on --api-socket, straight to the binary (no rootlesskit):
+# the same requests to slirp4netns 1.2.0 and to rknp-slirp4netns, the
+# replies diffed; then requests slirp4netns itself cannot survive (rknp
+# only); the process must answer and survive all, and end on SIGTERM as
+# slirp4netns does (killed by it).
+api_run() { # BIN OUT MODE ARGS...
+    local bin=$1 out=$2 mode=$3
+    shift 3
+    as_user bash -c '
+        bin=$1 out=$2 mode=$3 helper=$4 dir=$5; shift 5
+        unshare -rn sleep 60 & t=$!
+        for i in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+        "$bin" -c -a "$dir/api.sock" "$t" tap0 >"$dir/server.log" 2>&1 & p=$!
+        for i in $(seq 100); do [ -S "$dir/api.sock" ] && break; sleep 0.05; done
+        python3 "$helper" api "$dir/api.sock" "$mode" "$@" >"$out"
+        if kill -0 "$p" 2>/dev/null; then echo alive >>"$out"; else echo DEAD >>"$out"; fi
+        kill "$p"; wait "$p"; echo "exit=$?" >>"$out"
+        kill "$t"; wait "$t" 2>/dev/null || true
+    ' _ "$bin" "$out" "$mode" "$HELPER" "$(dirname "$out")" "$@"
+}
+case_api() {
+    [ "$1" = plugin ] || { echo "(compared inside the plugin run)"; return 0; }
+    local d="$SCRATCH/tmp/api" pa pb busy bpid
+    mkdir -p "$d/ref" "$d/rknp" "$d/extra"
+    chown -R "$E2E_USER" "$d"
+    pa=$(free_port 127.0.0.1)
+    pb=$(free_port 127.0.0.1)
+    busy=$(free_port 127.0.0.1)
+    "$PY" -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' "$busy" &
+    bpid=$!
+    api_run /usr/bin/slirp4netns "$d/ref/out" common "$pa" "$pb" "$busy"
+    api_run "$S4N" "$d/rknp/out" common "$pa" "$pb" "$busy"
+    api_run "$S4N" "$d/extra/out" extra "$pa"
+    kill "$bpid"
+    wait "$bpid" 2>/dev/null || true
+    echo "--- slirp4netns 1.2.0 replies:"
+    cat "$d/ref/out"
+    if ! diff -u "$d/ref/out" "$d/rknp/out"; then
+        echo "replies differ from slirp4netns'"; cat "$d/rknp/server.log"; return 1
+    fi
+    echo "ok rknp-slirp4netns answered all $(wc -l <"$d/ref/out") lines exactly as slirp4netns"
+    expect "reference: forward added" '^add_tcp	\{"return":\{"id":1\}\}$' "$(cat "$d/ref/out")"
+    expect "reference: in-use port refused" '^add_busy_tcp	\{"error":\{"desc":"bad request: add_hostfwd: slirp_add_hostfwd failed"\}\}$' "$(cat "$d/ref/out")"
+    expect "reference survived" "^alive\$" "$(cat "$d/ref/out")"
+    expect "reference ends killed by SIGTERM" "^exit=143\$" "$(cat "$d/ref/out")"
+    local x
+    x=$(cat "$d/extra/out")
+    echo "--- rknp only:"
+    echo "$x"
+    expect "missing proto (slirp4netns crashes)" '^add_missing_proto	\{"error":\{"desc":"bad request: add_hostfwd: bad arguments.proto"\}\}$' "$x"
+    expect "no arguments" '^add_no_arguments	\{"error":\{"desc":"bad request: add_hostfwd: bad arguments.proto"\}\}$' "$x"
+    expect "host port out of range" '^add_port_too_big	\{"error":\{"desc":"bad request: add_hostfwd: slirp_add_hostfwd failed"\}\}$' "$x"
+    expect "guest port out of range" '^add_guest_port_too_big	\{"error":\{"desc":"bad request: add_hostfwd: slirp_add_hostfwd failed"\}\}$' "$x"
+    expect "nothing added" '^list	\{"entries":\[\]\}$' "$x"
+    expect "300 random requests each answered with a JSON object" '^fuzz	0 malformed replies' "$x"
+    expect "an idle client delays others by 2 s at most" '^idle_client	\{"entries":.* after [0-2]\.[0-9]s$' "$x"
+    expect "still answering" '^list_after	\{"entries":' "$x"
+    expect "survived" "^alive\$" "$x"
+}
+
+# 10. Direct use with -c (configure), --ready-fd, --exit-fd,
+# --netns-type=path with --userns-path, --macaddress, --mtu; the tap is
+# configured, a fetch works, closing the exit fd ends it with status 0.
+# rknp also with --enable-sandbox --enable-seccomp --enable-ipv6 (slirp4netns
+# 1.2 cannot sandbox in path mode without being root: it has no user
+# namespace to enter, slirp4netns#317).
+case_direct_configure() {
+    local extra=() out
+    [ "$1" = plugin ] && extra=(--enable-sandbox --enable-seccomp --enable-ipv6)
+    out=$(as_user python3 "$HELPER" direct "$(drv_bin "$1")" "http://10.0.2.2:$PORT4/file" \
+        --mtu=1500 --macaddress=02:42:ac:11:00:07 "${extra[@]}" 2>"$SCRATCH/logs/direct.$1.stderr")
+    echo "$out"
+    expect "ready byte" "^ready='1'\$" "$out"
+    expect "MTU and MAC" "tap0: .* mtu 1500 .*link/ether 02:42:ac:11:00:07" "$out"
+    expect "guest address" "tap0 +inet 10\.0\.2\.100/24" "$out"
+    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
+    expect "fetch" "^sha=$FILE_SHA\$" "$out"
+    expect "running until the exit fd closes" "^alive=True\$" "$out"
+    expect "exit status 0" "^exit=0\$" "$out"
+}
+
+# 10a. --outbound-addr: host connections leave from the given address (a
+# server on 127.0.0.1 sees the client 127.0.0.2).
+case_outbound_addr() {
+    local port pid out rc=0
+    port=$(free_port 127.0.0.1)
+    "$PY" -m http.server --bind 127.0.0.1 --directory "$SCRATCH/www" "$port" >"$SCRATCH/logs/outbound.$1.http" 2>&1 &
+    pid=$!
+    wait_tcp 127.0.0.1 "$port" || rc=1
+    out=$(as_user python3 "$HELPER" direct "$(drv_bin "$1")" "http://10.0.2.2:$port/file" \
+        --outbound-addr=127.0.0.2 2>"$SCRATCH/logs/outbound.$1.stderr") || rc=1
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    [ "$rc" = 0 ] || return 1
+    expect "fetch" "^sha=$FILE_SHA\$" "$out"
+    expect "client address 127.0.0.2" '^127\.0\.0\.2 - - .*"GET /file' "$(cat "$SCRATCH/logs/outbound.$1.http")"
+}
+
+# 10b. The way Podman runs it: from inside its rootless user namespace
+# (euid 0 there), --netns-type=path without --userns-path, with -c -r -e
+# --mtu=65520 --enable-sandbox --enable-seccomp --enable-ipv6 as Podman
+# passes them (not its --disable-host-loopback: the test server is on the
+# host's loopback).
+case_podman_style() {
+    local out
+    out=$(as_user unshare -r python3 "$HELPER" podman "$(drv_bin "$1")" "http://10.0.2.2:$PORT4/file" \
+        --mtu=65520 --enable-sandbox --enable-seccomp --enable-ipv6 2>"$SCRATCH/logs/podman.$1.stderr")
+    echo "$out"
+    expect "ready byte" "^ready='1'\$" "$out"
+    expect "MTU" "tap0: .* mtu 65520 " "$out"
+    expect "guest address" "tap0 +inet 10\.0\.2\.100/24" "$out"
+    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
+    expect "fetch" "^sha=$FILE_SHA\$" "$out"
+    expect "exit status 0" "^exit=0\$" "$out"
+}
+
+# 11. Upstream rootlesskit v3 (built from the Go module proxy, pinned):
+# the same fetch and port driver, and --detach-netns, where rootlesskit
+# passes --netns-type=path with --userns-path (and refuses the sandbox).
+case_v3_http() { local RK=$RK3; case_http_host_loopback "$1"; }
+case_v3_port_driver() { local RK=$RK3; case_port_driver "$1"; }
+case_v3_detach_netns() {
+    local RK=$RK3 out
+    out=$(S4N_SANDBOX=false rk "$1" --copy-up=/etc --detach-netns -- sh -c '
+        n="$ROOTLESSKIT_STATE_DIR/netns"
+        ip -o link show tap0 >/dev/null 2>&1 && echo TAP_IN_COMMAND_NETNS || echo COMMAND_NETNS_CLEAN
+        nsenter --net="$n" ip -o addr show dev tap0
+        nsenter --net="$n" ip route
+        echo "sha=$(nsenter --net="$n" sh -c "'"$(fetch_sha "http://10.0.2.2:$PORT4/file")"'")"')
+    expect "no tap in the command's netns" "^COMMAND_NETNS_CLEAN\$" "$out"
+    expect "guest address in the detached netns" "inet 10\.0\.2\.100/24" "$out"
+    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
+    expect "fetch from the detached netns" "^sha=$FILE_SHA\$" "$out"
+}
+
+V3_CASES="v3_http v3_port_driver v3_detach_netns"
+ALL_CASES="cli http_host_loopback no_sandbox disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 exit_code port_driver sandbox api direct_configure outbound_addr podman_style $V3_CASES"
+CASES=${S4N_CASES:-$ALL_CASES}
+RK3=${S4N_RK3:-}
+RK3_VERSION=v3.3.0
+if [ -z "$RK3" ] && [[ " $CASES" == *" v3_"* ]] && command -v go >/dev/null; then
+    log "building rootlesskit $RK3_VERSION from the Go module proxy"
+    if GOBIN="$SCRATCH/gobin" GOFLAGS=-mod=mod go install \
+        "github.com/rootless-containers/rootlesskit/v3/cmd/rootlesskit@$RK3_VERSION" \
+        >"$SCRATCH/logs/go-install.log" 2>&1; then
+        RK3=$SCRATCH/gobin/rootlesskit
+        chmod -R a+rX "$SCRATCH/gobin"
+    else
+        log "go install failed (see below); v3 cases skipped"
+        tail -n 5 "$SCRATCH/logs/go-install.log" >&2
+    fi
+fi
+[ -n "$RK3" ] && log "rootlesskit v3: $("$RK3" --version)"
+
+for c in $CASES; do
+    if [ "${c#v3_}" != "$c" ] && [ -z "$RK3" ]; then
+        echo "SKIP $c (no rootlesskit v3: set S4N_RK3 or install Go)"
+        continue
+    fi
+    for d in ${S4N_DRIVERS:-plugin slirp4netns}; do
+        run_case "$c" "$d" "case_$c"
+    done
+done
+
+stop_background
+check_leftovers
+echo "compat_slirp4netns: $PASSES passed, $FAILURES failed"
+[ "$FAILURES" = 0 ]
