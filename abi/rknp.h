@@ -74,7 +74,7 @@ extern "C" {
  *   1.1  port forwarding: rknp_forward, rknp_forward_info and the table's
  *        forward_init, parent_add_forward, parent_remove_forward,
  *        parent_list_forwards
- *   1.2  rknp_config.enable_dhcp, rknp_stats.segments_merged and
+ *   1.2  rknp_config.enable_dhcp and tcp_path, rknp_stats.segments_merged and
  *        acks_superseded, rknp_child_options.link_only
  */
 #define RKNP_ABI_MINOR 2
@@ -175,13 +175,25 @@ typedef struct rknp_config {
                                      guest (leases from .15); default 0:
                                      the child configures its address
                                      itself and needs none */
+    uint8_t tcp_path;             /* RKNP_TCP_PATH_*: which stack carries
+                                     the guest's outbound TCP */
 } rknp_config;
+
+/** rknp_config.tcp_path (1.2). */
+enum {
+    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: libslirp in 1.2 */
+    RKNP_TCP_PATH_FAST = 1,    /* each guest connection on its own host
+                                  socket, scaled windows, 64 KiB frames
+                                  (needs offloads and Linux >= 6.9's
+                                  SO_PEEK_OFF for TCP; else libslirp) */
+    RKNP_TCP_PATH_SLIRP = 2    /* all TCP through libslirp */
+};
 
 /** Sizes of rknp_config as each minor that changed it defined it. */
 #define RKNP_CONFIG_SIZE_1_0 \
     (offsetof(rknp_config, handover_timeout_ms) + sizeof(uint32_t))
 #define RKNP_CONFIG_SIZE_1_2 \
-    (offsetof(rknp_config, enable_dhcp) + sizeof(uint8_t))
+    (offsetof(rknp_config, tcp_path) + sizeof(uint8_t))
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every

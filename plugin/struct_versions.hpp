@@ -17,7 +17,7 @@ namespace rknp {
 // A field inserted or resized in the middle of a released struct changes
 // these on every LP64 target: the layout is part of the contract.
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_0 == 84);
-static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_2 == 85);
+static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_2 == 86);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_0 == 202);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_0 == 56);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_2 == 72);

@@ -26,6 +26,8 @@ echo "== Go: vet and tests"
     RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)
 echo "== end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/run.sh"
+echo "== end-to-end again with the TCP fast path (--plugin-tcp=fast)"
+BUILD_DIR=$BUILD E2E_DRIVERS=plugin E2E_PLUGIN_TCP=fast "$ROOT/tests/e2e/run.sh"
 echo "== slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_slirp4netns.sh"
 echo "== all tests passed"

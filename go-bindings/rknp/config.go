@@ -24,6 +24,7 @@ type Config struct {
 	DisableDNS          bool   // no DNS forwarder
 	DisableOffload      bool   // plain tap frames: no TSO / checksum offload
 	EnableDHCP          bool   // libslirp's DHCP server answers the guest (ABI 1.2)
+	TCPPath             string // "" (the library's default), "fast" or "slirp" (ABI 1.2)
 	OutboundAddr        string // host IPv4 address to bind outbound connections to
 	OutboundAddr6       string // host IPv6 address to bind outbound connections to
 	MACAddress          string // tap MAC; "" lets the kernel choose
@@ -56,9 +57,13 @@ func (cc *cConfig) free() {
 // toC fills an rknp_config from cfg. Range checks are the library's job
 // (its messages name the option); only values C cannot carry fail here.
 func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
-	// A library older than 1.2 would silently ignore the field.
-	if _, minor := l.ABIVersion(); cfg.EnableDHCP && minor < 2 {
-		return nil, fmt.Errorf("enable DHCP needs ABI 1.2, the plugin has 1.%d: %w", minor, ErrUnsupported)
+	// A library older than 1.2 would silently ignore these fields.
+	if _, minor := l.ABIVersion(); (cfg.EnableDHCP || cfg.TCPPath != "") && minor < 2 {
+		return nil, fmt.Errorf("enable DHCP and TCP path need ABI 1.2, the plugin has 1.%d: %w", minor, ErrUnsupported)
+	}
+	tcpPath, ok := map[string]C.uint8_t{"": C.RKNP_TCP_PATH_DEFAULT, "fast": C.RKNP_TCP_PATH_FAST, "slirp": C.RKNP_TCP_PATH_SLIRP}[cfg.TCPPath]
+	if !ok {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP path %q: must be \"fast\" or \"slirp\"", cfg.TCPPath)}
 	}
 	cc := &cConfig{}
 	if st := C.rknp_go_config_init(l.api, &cc.c); st != C.RKNP_OK {
@@ -87,6 +92,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.disable_dns = cbool(cfg.DisableDNS)
 	cc.c.disable_offload = cbool(cfg.DisableOffload)
 	cc.c.enable_dhcp = cbool(cfg.EnableDHCP)
+	cc.c.tcp_path = tcpPath
 	if logH != 0 {
 		C.rknp_go_config_set_log(&cc.c, C.uintptr_t(logH))
 	}

@@ -46,6 +46,10 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     p.disable_dns = c.disable_dns;
     p.offload = !c.disable_offload;
     p.enable_dhcp = c.enable_dhcp;
+    if (c.tcp_path > RKNP_TCP_PATH_SLIRP)
+        throw_invalid("invalid tcp_path \"" + std::to_string(c.tcp_path) +
+                      "\": must be RKNP_TCP_PATH_DEFAULT, _FAST or _SLIRP");
+    p.tcp_fast_path = c.tcp_path == RKNP_TCP_PATH_FAST;
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

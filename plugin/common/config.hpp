@@ -34,6 +34,7 @@ struct ParentConfig {
     bool ipv6 = false;
     bool disable_dns = false;
     bool enable_dhcp = false;
+    bool tcp_fast_path = false; // RKNP_TCP_PATH_FAST
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;

@@ -41,4 +41,15 @@ void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
     Stats::add(stats_.bytes_to_tap, frame.size() + rest.size());
 }
 
+void TapIo::write_iov(std::span<const iovec> iov) {
+    if (!tap_ || ::writev(tap_.get(), iov.data(), int(iov.size())) < 0) {
+        Stats::add(stats_.frames_dropped, 1);
+        return;
+    }
+    size_t bytes = 0;
+    for (size_t i = 1; i < iov.size(); ++i) bytes += iov[i].iov_len;
+    Stats::add(stats_.frames_to_tap, 1);
+    Stats::add(stats_.bytes_to_tap, bytes);
+}
+
 } // namespace rknp

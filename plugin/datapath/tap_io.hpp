@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <span>
 #include <string>
@@ -31,6 +32,10 @@ public:
     // Frames for a detached tap are dropped and counted.
     void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                      std::span<const uint8_t> rest) override;
+
+    // A frame given as iovecs, its vnet header first (the TCP fast path's
+    // batch); the tap must have vnet headers.
+    void write_iov(std::span<const iovec> iov);
 
 private:
     Stats &stats_;

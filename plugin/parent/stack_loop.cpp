@@ -2,6 +2,7 @@
 // the hand-over, then the guest-bound frames of the round.
 #include "parent/stack_loop.hpp"
 
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,25 @@ int64_t now_ms() {
     return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The fast path sees the virtual networks as libslirp has them.
+tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
+    tcp::FastPathConfig f;
+    f.net4 = cfg.cidr.network;
+    f.mask4 = cfg.cidr.netmask();
+    f.gateway4 = cfg.cidr.gateway();
+    f.dns4 = cfg.cidr.dns();
+    f.ipv6 = cfg.ipv6;
+    inet_pton(AF_INET6, kIpv6Prefix, &f.prefix6);
+    f.prefix6_len = kIpv6PrefixLen;
+    inet_pton(AF_INET6, kIpv6Gateway, &f.gateway6);
+    inet_pton(AF_INET6, kIpv6Dns, &f.dns6);
+    f.disable_host_loopback = cfg.disable_host_loopback;
+    f.outbound_addr = cfg.outbound_addr;
+    f.outbound_addr6 = cfg.outbound_addr6;
+    f.mtu = cfg.mtu;
+    return f;
+}
+
 } // namespace
 
 StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
@@ -38,7 +58,21 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
     : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
       wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
-      slirp_(cfg, tap_, coalescer_, polls_) {}
+      slirp_(cfg, tap_, coalescer_, polls_) {
+    if (!cfg.tcp_fast_path) return;
+    fast_.emplace(fast_path_config(cfg));
+    if (!fast_->enabled()) {
+        cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
+                         "TCP (Linux < 6.9); libslirp carries all TCP");
+        fast_.reset();
+    }
+}
+
+void StackLoop::flush_fast_path() {
+    tcp::GuestFrames &out = fast_->frames();
+    for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
+    out.clear();
+}
 
 void StackLoop::accept_handover() {
     try {
@@ -108,6 +142,13 @@ void StackLoop::input_frame(size_t n) {
         frame = o.datagram;
         frames = o.fragments;
     }
+    if (fast_ && tap_.vnet_hdr() &&
+        fast_->guest_frame(frame) == tcp::Verdict::Consumed) {
+        Stats::add(stats_.frames_from_tap, frames);
+        Stats::add(stats_.bytes_from_tap, frame.size());
+        flush_fast_path();
+        return;
+    }
     strip_urgent(frame); // also in reassembled datagrams
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
@@ -120,8 +161,13 @@ void StackLoop::run() {
         int wake_idx = polls_.add(wake_fd_, SLIRP_POLL_IN);
         int listen_idx = listen_ ? polls_.add(listen_.get(), SLIRP_POLL_IN) : -1;
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
+        int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
         slirp_.fill(timeout, now_ms());
+        if (fast_) {
+            int64_t next = fast_->ms_until_next_timer(now_ms());
+            if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
+        }
 
         int n = polls_.wait(int(timeout));
         if (n < 0 && errno != EINTR) {
@@ -132,8 +178,16 @@ void StackLoop::run() {
         // Host sockets first, with this round's results, before tap input
         // can create or close sockets; serviced every iteration.
         slirp_.poll(n < 0);
+        if (fast_ && polls_.revents(fast_idx) != 0) {
+            fast_->poll_events();
+            flush_fast_path();
+        }
         if (polls_.revents(tap_idx) != 0) drain_tap();
         slirp_.run_timers(now_ms());
+        if (fast_) {
+            fast_->run_timers(now_ms());
+            flush_fast_path();
+        }
         if (polls_.revents(wake_idx) & POLLIN) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);

@@ -1,7 +1,8 @@
 // The stack thread's event loop: one poll over the wake-up eventfd, the
-// hand-over socket, the tap and libslirp's host sockets; guest frames go
-// tap -> offload/reassembly -> libslirp, libslirp's replies -> coalescer ->
-// tap. Everything in here runs on the one stack thread; other threads only
+// hand-over socket, the tap, the TCP fast path's epoll fd and libslirp's
+// host sockets; guest frames go tap -> offload/reassembly -> (TCP fast path
+// | libslirp), libslirp's replies -> coalescer -> tap, the fast path's
+// straight to the tap. Everything in here runs on the one stack thread; other threads only
 // touch the atomic Stats, the TaskQueue and the wake-up eventfd.
 #pragma once
 
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tap_io.hpp"
+#include "datapath/tcp_fastpath.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/task_queue.hpp"
@@ -42,6 +45,8 @@ private:
     void drain_tap();
     void input_frame(size_t len);
     void detach_tap(const std::string &why);
+    // Writes the fast path's batch to the tap and empties it.
+    void flush_fast_path();
 
     const ParentConfig &cfg_;
     UniqueFd listen_;
@@ -55,6 +60,8 @@ private:
     Ipv4Reassembler reassembler_;
     PollSet polls_;
     std::vector<uint8_t> frame_;
+    // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
+    std::optional<tcp::FastPath> fast_;
     SlirpAdapter slirp_; // last: destroyed first, it points at the above
 };
 

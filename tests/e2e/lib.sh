@@ -152,7 +152,7 @@ e2e_cleanup() {
 # drv_flags DRIVER: --net flags for a driver under test.
 drv_flags() {
     case $1 in
-    plugin) echo "--net=plugin --net-plugin=$LIB" ;;
+    plugin) echo "--net=plugin --net-plugin=$LIB${E2E_PLUGIN_TCP:+ --plugin-tcp=$E2E_PLUGIN_TCP}" ;;
     *) echo "--net=$1" ;;
     esac
 }

@@ -63,6 +63,7 @@ func appFlags(debug *bool) []cli.Flag {
 		str("plugin-outbound-addr6", catPlugin, "", "host IPv6 address to bind outbound connections to for --net=plugin"),
 		boolean("plugin-disable-dns", catPlugin, false, "disable the built-in DNS forwarder for --net=plugin"),
 		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
+		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice"),
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
 
 		str("pasta-binary", catPasta, "pasta", "path of pasta binary for --net=pasta"),

@@ -124,6 +124,7 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 		DisableDNS:          c.Bool("plugin-disable-dns"),
 		DisableOffload:      c.Bool("plugin-disable-offload"),
 		EnableDHCP:          c.Bool("plugin-enable-dhcp"),
+		TCPPath:             c.String("plugin-tcp"),
 		OutboundAddr:        c.String("plugin-outbound-addr"),
 		OutboundAddr6:       c.String("plugin-outbound-addr6"),
 		MACAddress:          c.String("plugin-mac-address"),

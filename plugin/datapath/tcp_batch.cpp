@@ -1,0 +1,21 @@
+#include "datapath/tcp_batch.hpp"
+
+namespace rknp::tcp {
+
+GuestFrames::GuestFrames(size_t data_frames, size_t control_frames)
+    : slots_(data_frames + control_frames),
+      payload_buf_(data_frames * kMaxPayload), data_cap_(data_frames) {}
+
+void GuestFrames::append(const Endpoints &ep, const OutFields &f,
+                         size_t payload_len, uint16_t mss) {
+    Slot &s = slots_[n_];
+    s.hdr_len = build_segment(s.hdr.data(), s.vnet, ep, f, payload_len, mss);
+    s.payload = payload_len != 0 ? payload_buf_.data() + n_ * kMaxPayload : nullptr;
+    s.payload_len = payload_len;
+    s.iov[0] = {&s.vnet, kVnetHdrSize};
+    s.iov[1] = {s.hdr.data(), s.hdr_len};
+    s.iov[2] = {s.payload, payload_len};
+    ++n_;
+}
+
+} // namespace rknp::tcp

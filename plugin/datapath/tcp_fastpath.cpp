@@ -1,0 +1,424 @@
+#include "datapath/tcp_fastpath.hpp"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace rknp::tcp {
+
+namespace {
+
+int64_t monotonic_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint32_t v4_of(const uint8_t a[16]) {
+    return uint32_t(a[12]) << 24 | uint32_t(a[13]) << 16 | uint32_t(a[14]) << 8 | a[15];
+}
+
+// Unicast addresses a host socket may sensibly talk to or from.
+bool unicast4(uint32_t a) {
+    uint32_t top = a >> 24;
+    return top != 0 && top != 127 && top < 224;
+}
+
+bool unicast6(const uint8_t a[16]) {
+    static const uint8_t zero[16] = {};
+    static const uint8_t loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if (a[0] == 0xff) return false;                         // multicast
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) return false; // link-local
+    if (std::memcmp(a, zero, 16) == 0 || std::memcmp(a, loop, 16) == 0) return false;
+    return !is_mapped_v4(a);
+}
+
+bool in_prefix6(const uint8_t a[16], const in6_addr &p, uint32_t len) {
+    len = std::min<uint32_t>(len, 128);
+    size_t bytes = len / 8;
+    if (std::memcmp(a, p.s6_addr, bytes) != 0) return false;
+    if (len % 8 == 0) return true;
+    uint8_t m = uint8_t(0xff << (8 - len % 8));
+    return (a[bytes] & m) == (p.s6_addr[bytes] & m);
+}
+
+bool same6(const uint8_t a[16], const in6_addr &b) {
+    return std::memcmp(a, b.s6_addr, 16) == 0;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v;
+    h *= 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+
+size_t pow2_at_least(size_t n) {
+    size_t p = 16;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+} // namespace
+
+Route classify(const FastPathConfig &cfg, const Segment &s) {
+    if (!s.v6) {
+        uint32_t d = v4_of(s.dst), src = v4_of(s.src);
+        if (!unicast4(src) || !unicast4(d)) return Route::NotMine;
+        if (d == cfg.gateway4)
+            return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
+        if (d == cfg.dns4 || (d & cfg.mask4) == (cfg.net4 & cfg.mask4))
+            return Route::NotMine;
+        return Route::Host;
+    }
+    if (!cfg.ipv6 || !unicast6(s.src) || !unicast6(s.dst)) return Route::NotMine;
+    if (same6(s.dst, cfg.gateway6))
+        return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
+    if (same6(s.dst, cfg.dns6) || in_prefix6(s.dst, cfg.prefix6, cfg.prefix6_len))
+        return Route::NotMine;
+    return Route::Host;
+}
+
+namespace {
+
+// Every flow holds a host fd: leave half of RLIMIT_NOFILE to libslirp and
+// the rest of the process, so a guest opening connections in bulk gets
+// RSTs from us rather than starving everyone of descriptors.
+size_t flow_limit(size_t wanted) {
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+        wanted = std::min<size_t>(wanted, size_t(r.rlim_cur / 2));
+    return std::max<size_t>(wanted, 1);
+}
+
+} // namespace
+
+FastPath::FastPath(FastPathConfig cfg)
+    : cfg_(std::move(cfg)), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
+                                 std::max<size_t>(cfg_.batch_control_frames, 4)),
+      timers_(flow_limit(cfg_.max_flows)) {
+    const size_t n = flow_limit(cfg_.max_flows);
+    ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!ep_) throw_errno("fast path: epoll_create1");
+    wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!wake_) throw_errno("fast path: eventfd");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kWakeRef;
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, wake_.get(), &ev) < 0)
+        throw_errno("fast path: epoll_ctl");
+
+    flows_ = std::vector<Flow>(n);
+    gen_.assign(n, 0);
+    hashes_.assign(n, 0);
+    queued_.assign(n, 0);
+    pending_.assign(n, 0);
+    free_.reserve(n);
+    for (size_t i = n; i-- > 0;) free_.push_back(uint32_t(i));
+    index_.assign(pow2_at_least(2 * n), 0);
+    index_mask_ = index_.size() - 1;
+
+    // Keys for the flow hash (the guest chooses the 4-tuples: an unkeyed
+    // hash would let it pile every flow into one chain) and for ISNs.
+    uint64_t seeds[2] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
+    if (::getrandom(seeds, sizeof seeds, GRND_NONBLOCK) != ssize_t(sizeof seeds))
+        seeds[0] ^= uint64_t(monotonic_ms()) * 0x9e3779b97f4a7c15ull;
+    seed_ = seeds[0];
+    isn_seed_ = seeds[1];
+
+    // Data stays in the kernel until the guest ACKs it: without SO_PEEK_OFF
+    // on TCP (Linux 6.9+) every peek would start at the oldest byte.
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s >= 0) {
+        int zero = 0;
+        enabled_ = ::setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
+        ::close(s);
+    }
+}
+
+int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
+
+uint64_t FastPath::hash(const uint8_t guest[16], const uint8_t remote[16],
+                        uint16_t gport, uint16_t rport, bool v6) const {
+    uint64_t h = seed_;
+    h = mix(h, load64(guest));
+    h = mix(h, load64(guest + 8));
+    h = mix(h, load64(remote));
+    h = mix(h, load64(remote + 8));
+    h = mix(h, uint64_t(gport) << 32 | uint64_t(rport) << 8 | (v6 ? 1 : 0));
+    return mix(h, seed_);
+}
+
+long FastPath::lookup(const Segment &s, uint64_t h) const {
+    for (size_t i = h & index_mask_;; i = (i + 1) & index_mask_) {
+        uint32_t v = index_[i];
+        if (v == 0) return -1;
+        const Endpoints &ep = flows_[v - 1].endpoints();
+        if (hashes_[v - 1] == h && ep.v6 == s.v6 && ep.guest_port == s.sport &&
+            ep.remote_port == s.dport && std::memcmp(ep.guest, s.src, 16) == 0 &&
+            std::memcmp(ep.remote, s.dst, 16) == 0)
+            return long(v - 1);
+    }
+}
+
+void FastPath::insert(uint32_t idx, uint64_t h) {
+    hashes_[idx] = h;
+    size_t i = h & index_mask_;
+    while (index_[i] != 0) i = (i + 1) & index_mask_;
+    index_[i] = idx + 1;
+}
+
+void FastPath::erase(uint32_t idx) {
+    size_t i = hashes_[idx] & index_mask_;
+    while (index_[i] != idx + 1) i = (i + 1) & index_mask_;
+    // Backward-shift deletion: no tombstones, chains stay short.
+    for (size_t j = i;;) {
+        j = (j + 1) & index_mask_;
+        if (index_[j] == 0) break;
+        size_t home = hashes_[index_[j] - 1] & index_mask_;
+        bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            index_[i] = index_[j];
+            i = j;
+        }
+    }
+    index_[i] = 0;
+}
+
+void FastPath::wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
+}
+
+void FastPath::after(uint32_t idx) {
+    Flow &f = flows_[idx];
+    if (f.closed()) {
+        erase(idx);
+        timers_.cancel(idx);
+        ++gen_[idx];
+        free_.push_back(idx);
+        --live_;
+        ++stats_.flows_closed;
+        return; // a pending_ entry, if any, finds the slot free or reused
+    }
+    timers_.set(idx, f.deadline());
+    if (f.wants_service() && !queued_[idx]) {
+        queued_[idx] = 1;
+        pending_[(pending_head_ + pending_count_) % pending_.size()] = idx;
+        if (pending_count_++ == 0) wake();
+    }
+}
+
+void FastPath::service_pending() {
+    int64_t t = now();
+    // Each slot is in the ring at most once; stop when output fills up.
+    for (size_t todo = pending_count_; todo > 0 && out_.control_room(); --todo) {
+        uint32_t idx = pending_[pending_head_];
+        pending_head_ = (pending_head_ + 1) % pending_.size();
+        --pending_count_;
+        queued_[idx] = 0;
+        if (flows_[idx].closed()) continue;
+        FlowContext c = ctx(t);
+        flows_[idx].service(c);
+        after(idx);
+    }
+}
+
+void FastPath::reply_rst(const Segment &s) {
+    if (!out_.control_room()) {
+        ++stats_.frames_lost;
+        return;
+    }
+    Endpoints ep;
+    ep.v6 = s.v6;
+    std::memcpy(ep.guest_mac, s.src_mac, 6);
+    if (s.v6) {
+        gateway_mac6(s.dst, ep.gw_mac);
+    } else {
+        uint8_t gw[4] = {uint8_t(cfg_.gateway4 >> 24), uint8_t(cfg_.gateway4 >> 16),
+                         uint8_t(cfg_.gateway4 >> 8), uint8_t(cfg_.gateway4)};
+        gateway_mac4(gw, ep.gw_mac);
+    }
+    std::memcpy(ep.guest, s.src, 16);
+    std::memcpy(ep.remote, s.dst, 16);
+    ep.guest_port = s.sport;
+    ep.remote_port = s.dport;
+    OutFields f;
+    f.seq = 0;
+    f.ack = s.seq + 1 + uint32_t(s.payload.size());
+    f.flags = kRst | kAck;
+    out_.append(ep, f, 0, 0);
+    ++stats_.resets_to_guest;
+}
+
+void FastPath::open_flow(const Segment &s, Route r) {
+    if (r == Route::Refuse) {
+        reply_rst(s);
+        return;
+    }
+    if (free_.empty()) {
+        ++stats_.flows_refused;
+        reply_rst(s);
+        return;
+    }
+    uint32_t idx = free_.back();
+    free_.pop_back();
+
+    Flow::Open o{};
+    o.syn = &s;
+    Endpoints &ep = o.ep;
+    ep.v6 = s.v6;
+    std::memcpy(ep.guest_mac, s.src_mac, 6);
+    std::memcpy(ep.guest, s.src, 16);
+    std::memcpy(ep.remote, s.dst, 16);
+    ep.guest_port = s.sport;
+    ep.remote_port = s.dport;
+
+    sockaddr_in t4{}, b4{};
+    sockaddr_in6 t6{}, b6{};
+    if (!s.v6) {
+        uint8_t gw[4] = {uint8_t(cfg_.gateway4 >> 24), uint8_t(cfg_.gateway4 >> 16),
+                         uint8_t(cfg_.gateway4 >> 8), uint8_t(cfg_.gateway4)};
+        gateway_mac4(gw, ep.gw_mac);
+        t4.sin_family = AF_INET;
+        t4.sin_port = htons(s.dport);
+        if (r == Route::Loopback)
+            t4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        else
+            std::memcpy(&t4.sin_addr, s.dst + 12, 4);
+        o.target = reinterpret_cast<const sockaddr *>(&t4);
+        o.target_len = sizeof t4;
+        if (cfg_.outbound_addr) {
+            b4.sin_family = AF_INET;
+            b4.sin_addr.s_addr = htonl(*cfg_.outbound_addr);
+            o.bind = reinterpret_cast<const sockaddr *>(&b4);
+            o.bind_len = sizeof b4;
+        }
+    } else {
+        gateway_mac6(s.dst, ep.gw_mac);
+        t6.sin6_family = AF_INET6;
+        t6.sin6_port = htons(s.dport);
+        if (r == Route::Loopback)
+            t6.sin6_addr = in6addr_loopback;
+        else
+            std::memcpy(&t6.sin6_addr, s.dst, 16);
+        o.target = reinterpret_cast<const sockaddr *>(&t6);
+        o.target_len = sizeof t6;
+        if (cfg_.outbound_addr6) {
+            b6.sin6_family = AF_INET6;
+            b6.sin6_addr = *cfg_.outbound_addr6;
+            o.bind = reinterpret_cast<const sockaddr *>(&b6);
+            o.bind_len = sizeof b6;
+        }
+    }
+    o.ref = uint64_t(gen_[idx]) << 32 | idx;
+    uint64_t h = hash(s.src, s.dst, s.sport, s.dport, s.v6);
+    if (cfg_.fixed_isn) {
+        o.isn = *cfg_.fixed_isn;
+    } else {
+        // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t us = uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
+        o.isn = uint32_t(mix(h, isn_seed_)) + uint32_t(us / 4);
+    }
+
+    int64_t t = now();
+    FlowContext c = ctx(t);
+    if (!flows_[idx].open(c, o)) {
+        free_.push_back(idx);
+        return;
+    }
+    insert(idx, h);
+    ++live_;
+    ++stats_.flows_opened;
+    after(idx);
+}
+
+Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
+    if (!enabled_) return Verdict::NotMine;
+    Segment s;
+    switch (parse_segment(frame, s)) {
+    case Parse::NotTcp:
+        return Verdict::NotMine;
+    case Parse::Malformed:
+        ++stats_.malformed;
+        return Verdict::Consumed;
+    case Parse::Ok:
+        break;
+    }
+    Route r = classify(cfg_, s);
+    if (r == Route::NotMine) return Verdict::NotMine;
+    uint64_t h = hash(s.src, s.dst, s.sport, s.dport, s.v6);
+    long idx = lookup(s, h);
+    if (idx >= 0) {
+        FlowContext c = ctx(now());
+        flows_[size_t(idx)].guest_segment(c, s);
+        after(uint32_t(idx));
+        return Verdict::Consumed;
+    }
+    // Only a bare SYN starts a flow; anything else on an unknown 4-tuple
+    // belongs to a connection libslirp carries (or carried).
+    if ((s.flags & (kSyn | kAck | kRst | kFin)) != kSyn) return Verdict::NotMine;
+    open_flow(s, r);
+    return Verdict::Consumed;
+}
+
+void FastPath::poll_events() {
+    epoll_event evs[kMaxEvents];
+    int n = ::epoll_wait(ep_.get(), evs, kMaxEvents, 0);
+    // Postponed work first: it has waited longest.
+    for (int i = 0; i < n; ++i) {
+        if (evs[i].data.u64 == kWakeRef) {
+            uint64_t v;
+            (void)!::read(wake_.get(), &v, sizeof v);
+            service_pending();
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        uint64_t ref = evs[i].data.u64;
+        if (ref == kWakeRef) continue;
+        uint32_t idx = uint32_t(ref), gen = uint32_t(ref >> 32);
+        if (idx >= flows_.size() || gen_[idx] != gen || flows_[idx].closed()) continue;
+        FlowContext c = ctx(now());
+        flows_[idx].socket_events(c, evs[i].events);
+        after(idx);
+    }
+    if (pending_count_ != 0) wake();
+}
+
+int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
+    if (timers_.empty()) return -1;
+    return std::max<int64_t>(0, timers_.top_deadline() - now_ms);
+}
+
+void FastPath::run_timers(int64_t now_ms) {
+    // Bounded: a flow re-arms for a later time, so each runs once per call.
+    for (size_t budget = flows_.size() + 1; budget > 0 && !timers_.empty() &&
+                                            timers_.top_deadline() <= now_ms;
+         --budget) {
+        uint32_t idx = timers_.top_id();
+        timers_.cancel(idx);
+        FlowContext c = ctx(now_ms);
+        flows_[idx].timer(c);
+        after(idx);
+    }
+}
+
+} // namespace rknp::tcp

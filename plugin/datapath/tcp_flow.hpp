@@ -1,0 +1,164 @@
+// One fast-path TCP flow: the translator between a guest TCP connection
+// (seen as frames on the tap) and one non-blocking host kernel socket, in
+// the style of passt's tcp.c. There is no TCP stack here: the host kernel
+// keeps the host->guest data in its receive queue until the guest ACKs it
+// (peeked with SO_PEEK_OFF, dropped with MSG_TRUNC, retransmitted by
+// rewinding the peek offset), and guest->host data goes into the socket in
+// order, the ACK to the guest covering exactly what the socket accepted.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+
+#include "common/fd.hpp"
+#include "datapath/tcp_batch.hpp"
+#include "datapath/tcp_frame.hpp"
+
+namespace rknp::tcp {
+
+// Counters of the fast path (stack thread only; the loop may copy them
+// into the atomic Stats).
+struct FastPathStats {
+    uint64_t flows_opened = 0;
+    uint64_t flows_closed = 0;
+    uint64_t flows_refused = 0;   // max_flows reached or socket() failed
+    uint64_t connect_failed = 0;  // connect() refused/unreachable: RST sent
+    uint64_t resets_from_guest = 0;
+    uint64_t resets_to_guest = 0; // on errors, timeouts, refusals
+    uint64_t retransmits = 0;     // timer-driven rewinds
+    uint64_t fast_retransmits = 0; // duplicate-ACK-driven rewinds
+    uint64_t timeouts = 0;        // flows given up (retries, idle)
+    uint64_t segments_dropped = 0; // out of order, bad ACK, bad state
+    uint64_t malformed = 0;       // TCP frames with lying lengths
+    uint64_t partial_sends = 0;   // host socket took part of a segment
+    uint64_t frames_lost = 0;     // control frames dropped: batch full
+    uint64_t bytes_to_host = 0;
+    uint64_t bytes_to_guest = 0;  // acknowledged by the guest
+};
+
+// What a flow needs from the fast path during one call.
+struct FlowContext {
+    GuestFrames &out;
+    FastPathStats &stats;
+    int epfd;
+    int64_t now; // ms, monotonic
+    uint32_t mtu;
+};
+
+class Flow {
+public:
+    enum class State : uint8_t { Free, Connecting, SynAckSent, Established };
+
+    static constexpr int kOurWs = 7;            // our windows up to 8 MiB
+    static constexpr uint32_t kRtoInitialMs = 1000; // RFC 6298, before any sample
+    static constexpr uint32_t kRtoMinMs = 200;      // Linux's floor: the guest
+                                                    // delays ACKs up to 40 ms
+    static constexpr uint32_t kRtoMaxMs = 16000;
+    static constexpr uint8_t kMaxRetries = 8;
+    static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
+    static constexpr int64_t kHalfClosedIdleMs = 60000;
+    static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
+
+    struct Open {
+        const Segment *syn;
+        Endpoints ep;
+        const sockaddr *target;
+        socklen_t target_len;
+        const sockaddr *bind; // nullptr: no outbound address
+        socklen_t bind_len;
+        uint64_t ref; // epoll data of the socket
+        uint32_t isn;
+    };
+    // Starts the host side of a guest SYN. False if that failed at once;
+    // the guest then got an RST and the flow stayed Free.
+    bool open(FlowContext &c, const Open &o);
+
+    void guest_segment(FlowContext &c, const Segment &s);
+    void socket_events(FlowContext &c, uint32_t events);
+    // Runs whatever deadline of this flow is due at c.now.
+    void timer(FlowContext &c);
+    // Retries what a full batch postponed.
+    void service(FlowContext &c);
+
+    bool closed() const { return v_.state == State::Free; }
+    State state() const { return v_.state; }
+    const Endpoints &endpoints() const { return v_.ep; }
+    // Earliest deadline, or -1.
+    int64_t deadline() const;
+    bool wants_service() const { return v_.owe_synack || v_.owe_ack || v_.want_push; }
+
+private:
+    // Plain state, reset as a whole when a slot is reused.
+    struct Vars {
+        State state = State::Free;
+        Endpoints ep;
+        uint64_t ref = 0;
+        uint16_t ip_id = 0;
+        // Host -> guest. snd_nxt counts data only; our FIN, once sent,
+        // sits at snd_nxt.
+        uint32_t iss = 0, snd_una = 0, snd_nxt = 0;
+        uint32_t snd_wnd = 0;     // the guest's window, bytes
+        uint16_t last_wnd_field = 0;
+        uint32_t snd_high = 0;    // highest snd_max ever sent (rewinds go below)
+        uint32_t fin_seq = 0;     // our FIN's sequence number, if fin_ever
+        bool fin_ever = false;    // our FIN went out at least once
+        uint32_t recover = 0;     // no new fast retransmit before this is acked
+        uint8_t guest_ws = 0;     // shift of the guest's windows
+        uint8_t our_ws = 0;       // shift of ours (0 if the guest offered no WS)
+        uint16_t mss = 536;       // of segments to the guest
+        uint16_t our_mss = 536;   // advertised to the guest
+        uint8_t dupacks = 0, retries = 0;
+        uint32_t rto_ms = kRtoInitialMs;
+        // RTT estimate (RFC 6298), one timed segment at a time, none timed
+        // across a retransmission (Karn).
+        int32_t srtt_ms = -1, rttvar_ms = 0;
+        bool rtt_timing = false;
+        uint32_t rtt_seq = 0;
+        int64_t rtt_start = 0;
+        bool host_eof = false, fin_sent = false, fin_acked = false;
+        // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
+        uint32_t irs = 0, rcv_nxt = 0;
+        uint32_t adv_wnd = 0;     // last window we advertised, bytes
+        uint32_t sndbuf = 0;      // socket's send buffer at the last look
+        bool guest_fin = false;
+        bool partial = false;     // the socket refused part of a segment
+        // Deadlines (ms, -1 unarmed).
+        int64_t rto_at = -1, wnd_at = -1, idle_at = -1;
+        uint32_t wnd_check_ms = kWndCheckMinMs;
+        // Work a full batch postponed.
+        bool owe_synack = false, owe_ack = false, want_push = false;
+    };
+
+    void connected(FlowContext &c);
+    bool process_ack(FlowContext &c, const Segment &s);
+    void process_data(FlowContext &c, const Segment &s);
+    void push(FlowContext &c);
+    bool rewind(FlowContext &c);
+    void on_rto(FlowContext &c);
+    void window_check(FlowContext &c, bool from_timer);
+    void flush_owed(FlowContext &c);
+    bool send_synack(FlowContext &c);
+    bool send_ack(FlowContext &c, int copies = 1);
+    bool emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
+              uint16_t window);
+    uint32_t window_now();
+    uint32_t rto_base() const;
+    void rtt_sample(int64_t ms);
+    uint16_t window_field(uint32_t wnd) const;
+    bool window_low() const;
+    void set_epoll(FlowContext &c, uint32_t events, bool add);
+    void touch(FlowContext &c);
+    void maybe_finish(FlowContext &c);
+    // Closes the flow: RST to the guest and/or to the host (SO_LINGER 0).
+    void close(FlowContext &c, bool rst_guest, bool rst_host);
+    uint32_t snd_max() const { return v_.snd_nxt + (v_.fin_sent ? 1 : 0); }
+    bool in_flight() const {
+        return v_.snd_nxt != v_.snd_una || (v_.fin_sent && !v_.fin_acked);
+    }
+
+    UniqueFd sock_;
+    Vars v_;
+};
+
+} // namespace rknp::tcp
