@@ -21,7 +21,7 @@ import report
 import session
 import targets
 
-DRIVERS = ["plugin", "slirp4netns", "pasta", "gvisor-tap-vsock"]
+DRIVERS = ["plugin", "plugin-fast", "slirp4netns", "pasta", "gvisor-tap-vsock"]
 REFS = ["loopback", "veth"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -11,7 +11,8 @@ PY = "/usr/bin/python3"
 
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
-GATEWAY = {"plugin": "10.0.2.2", "slirp4netns": "10.0.2.2",
+GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2",
+           "slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
 # Stack helper processes by driver (None: the stack is in rootlesskit itself).
 HELPERS = {"slirp4netns": ("slirp4netns",),
@@ -54,8 +55,10 @@ class RootlesskitDriver(Target):
 
     def wrap(self, user, mtu, agent_argv):
         net = ["--net=" + self.name]
-        if self.name == "plugin":
-            net.append("--net-plugin=" + self.plugin_lib)
+        if self.name in ("plugin", "plugin-fast"):
+            net = ["--net=plugin", "--net-plugin=" + self.plugin_lib]
+        if self.name == "plugin-fast": # the TCP fast path
+            net.append("--plugin-tcp=fast")
         return (["runuser", "-u", user, "--", self.rk] + net +
                 ["--mtu=%d" % mtu, "--"] + agent_argv)
 
@@ -144,7 +147,7 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log):
             out.append(Loopback())
         elif n == "veth":
             out.append(Veth())
-        elif n in nets:
+        elif n in nets or (n == "plugin-fast" and "plugin" in nets):
             out.append(RootlesskitDriver(n, rootlesskit, plugin_lib))
         elif n == "plugin" and harness:
             log("rootlesskit %s has no --net=plugin: plugin runs via %s"
