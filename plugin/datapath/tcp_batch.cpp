@@ -1,3 +1,4 @@
+// Allocation of the fast path's output batch and the building of its frames.
 #include "datapath/tcp_batch.hpp"
 
 namespace rknp::tcp {

@@ -1,3 +1,4 @@
+// The fast path's flow table, epoll dispatch, deadlines and guest SYN routing.
 #include "datapath/tcp_fastpath.hpp"
 
 #include <arpa/inet.h>

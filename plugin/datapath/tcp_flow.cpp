@@ -1,3 +1,4 @@
+// One flow's state machine: guest segments in, socket events, timers, frames out.
 #include "datapath/tcp_flow.hpp"
 
 #include <linux/sock_diag.h>

@@ -1,3 +1,4 @@
+// Parsing of guest TCP frames and building of guest-bound TCP headers.
 #include "datapath/tcp_frame.hpp"
 
 #include <cstring>

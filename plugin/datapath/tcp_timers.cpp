@@ -1,3 +1,4 @@
+// The per-flow deadline heap.
 #include "datapath/tcp_timers.hpp"
 
 namespace rknp::tcp {
