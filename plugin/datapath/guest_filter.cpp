@@ -1,6 +1,8 @@
 // Ethertype filter and urgent-data removal for guest frames.
 #include "datapath/guest_filter.hpp"
 
+#include <cstring>
+
 #include "datapath/checksum.hpp"
 
 namespace rknp {
@@ -44,6 +46,32 @@ uint16_t update_checksum(uint16_t hc, uint16_t m, uint16_t m_new) {
 }
 
 } // namespace
+
+bool guest_source_allowed(std::span<const uint8_t> f, const Ipv4Cidr &net,
+                          const in6_addr &prefix6) {
+    if (f.size() < kEthLen) return false;
+    const uint8_t *l3 = f.data() + kEthLen;
+    auto ipv4_ok = [&](const uint8_t *a) {
+        uint32_t src = be32(a);
+        return src == 0 || (src & net.netmask()) == net.network;
+    };
+    switch (be16(f.data() + 12)) {
+    case kArp: // sender protocol address at 14 of an Ethernet/IPv4 ARP
+        return f.size() >= kEthLen + 28 && ipv4_ok(l3 + 14);
+    case kIpv4:
+        return f.size() >= kEthLen + 20 && ipv4_ok(l3 + 12);
+    case kIpv6: {
+        if (f.size() < kEthLen + 40) return false;
+        const uint8_t *src = l3 + 8;
+        static constexpr uint8_t kZero[16] = {};
+        bool link_local = src[0] == 0xfe && (src[1] & 0xc0) == 0x80;
+        return link_local || std::memcmp(src, prefix6.s6_addr, 8) == 0 ||
+               std::memcmp(src, kZero, 16) == 0;
+    }
+    default:
+        return false;
+    }
+}
 
 bool libslirp_ethertype(std::span<const uint8_t> frame) {
     if (frame.size() < kEthLen) return false;

@@ -3,12 +3,26 @@
 // (libslirp 4.7 would also parse NC-SI and more), and TCP's urgent
 // mechanism is removed before libslirp sees it (4.7.0's sosendoob sends
 // bytes past its buffered data for a large urgent pointer, fixed in 4.9.2).
+// Spoofed source addresses are refused: each new source costs libslirp a
+// host socket and buffers, so a guest cycling through them would exhaust
+// rootlesskit's fds and memory.
 #pragma once
+
+#include <netinet/in.h>
 
 #include <cstdint>
 #include <span>
 
+#include "common/addr.hpp"
+
 namespace rknp {
+
+// Whether the frame's source address is one the guest may use: IPv4 and
+// ARP senders inside net or 0.0.0.0 (DHCP, ARP probes); IPv6 inside the
+// /64 prefix6, link-local (neighbour discovery) or :: (duplicate address
+// detection). Frames of other ethertypes and truncated headers: false.
+bool guest_source_allowed(std::span<const uint8_t> frame, const Ipv4Cidr &net,
+                          const in6_addr &prefix6);
 
 // True for frames of an ethertype libslirp serves: ARP, IPv4, IPv6.
 bool libslirp_ethertype(std::span<const uint8_t> frame);

@@ -59,6 +59,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
       wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
       slirp_(cfg, tap_, coalescer_, polls_) {
+    inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
     if (!cfg.tcp_fast_path) return;
     fast_.emplace(fast_path_config(cfg));
     if (!fast_->enabled()) {
@@ -130,7 +131,8 @@ void StackLoop::drain_tap() {
 void StackLoop::input_frame(size_t n) {
     std::span<uint8_t> frame =
         prepare_guest_frame({frame_.data(), n}, tap_.vnet_hdr());
-    if (frame.empty() || !libslirp_ethertype(frame)) {
+    if (frame.empty() || !libslirp_ethertype(frame) ||
+        !guest_source_allowed(frame, cfg_.cidr, prefix6_)) {
         Stats::add(stats_.frames_dropped, 1);
         return;
     }

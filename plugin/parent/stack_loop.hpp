@@ -60,6 +60,7 @@ private:
     Ipv4Reassembler reassembler_;
     PollSet polls_;
     std::vector<uint8_t> frame_;
+    in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
     SlirpAdapter slirp_; // last: destroyed first, it points at the above

@@ -1,7 +1,8 @@
 // Fuzz target: the frame path from the tap into the stack, as
 // StackLoop::input_frame runs it: prepare_guest_frame (strips the
 // virtio-net header, completes a partial checksum, drops bogus frames), IPv4
-// fragments through Ipv4Reassembler, ARP/IPv4/IPv6 only and URG cleared
+// fragments through Ipv4Reassembler, ARP/IPv4/IPv6 from the guest's own
+// addresses only and URG cleared
 // (guest_filter.hpp), then slirp_input into a libslirp
 // instance configured like stack_loop.cpp's; libslirp's replies go through
 // the Coalescer like stack -> guest frames do. Every raw frame is also fed
@@ -177,7 +178,11 @@ struct Stack {
     // StackLoop::input_frame on a frame of exactly the read size.
     void input(std::vector<uint8_t> &buf) {
         std::span<uint8_t> frame = prepare_guest_frame(buf, vnet);
-        if (frame.empty() || !libslirp_ethertype(frame)) return;
+        static const Ipv4Cidr net = Ipv4Cidr::parse("cidr", "10.0.2.0/24");
+        static const in6_addr prefix6 = parse_ipv6("prefix", "fd00::");
+        if (frame.empty() || !libslirp_ethertype(frame) ||
+            !guest_source_allowed(frame, net, prefix6))
+            return;
         if (is_ipv4_fragment(frame)) {
             frame = reassembler.add(frame, now_ns / 1'000'000).datagram;
             if (frame.empty()) return;

@@ -243,6 +243,35 @@ forward_case() {
 }
 check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forward_case
 
+# A guest forging source addresses (each would cost libslirp a host socket)
+# gets nothing through; its own address still works. A sink on the host's
+# loopback logs what arrives through the gateway.
+SINK_PORT=$(free_port)
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(2048).decode(errors="replace") + "\n")
+' "$SINK_PORT" "$SCRATCH/sink.log" >/dev/null 2>&1 &
+track_bg $!
+for _ in $(seq 100); do ss -Hul "sport = :$SINK_PORT" | grep -q . && break; sleep 0.05; done
+spoof_case() {
+    : >"$SCRATCH/sink.log"
+    run --stats -- sh -c "
+        python3 '$TESTS_LIB/spoof_udp.py' 10.9.9.9 10.0.2.2 $SINK_PORT 50 forged &&
+        python3 '$TESTS_LIB/spoof_udp.py' 10.0.2.100 10.0.2.2 $SINK_PORT 5 own &&
+        sleep 1" 2>"$SCRATCH/spoof.err" || { cat "$SCRATCH/spoof.err"; return 1; }
+    local own forged
+    own=$(grep -c '^own ' "$SCRATCH/sink.log" || true)
+    forged=$(grep -c '^forged ' "$SCRATCH/sink.log" || true)
+    [ "$forged" = 0 ] || { echo "$forged forged datagrams reached the host"; return 1; }
+    [ "$own" -ge 1 ] || { echo "the guest's own datagrams were lost too"; cat "$SCRATCH/spoof.err"; return 1; }
+    grep -q "dropped=[1-9]" "$SCRATCH/spoof.err" || { echo "drops not counted"; cat "$SCRATCH/spoof.err"; return 1; }
+}
+check "datagrams with forged source addresses are dropped and counted" spoof_case
+
 # The echo server starts here, not inside check's command substitution
 # (which would wait for it to close its output).
 UDP_PORT=$(free_port)

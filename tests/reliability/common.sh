@@ -1,6 +1,9 @@
 # Shared set-up of faults.sh and load.sh (sourced, as root): the test user,
 # the tools, a scratch dir, and helpers that run the driver as that user.
+# Arguments of the sourcing script: [BUILD_DIR [slirp|fast]], the second
+# choosing which stack carries TCP (the fast path or libslirp).
 BUILD=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
+TCP_PATH=${2:-slirp}
 REL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$REL_DIR/../lib/common.sh"
 DRIVER=$BUILD/bin/rknp-rel-driver
@@ -35,7 +38,7 @@ serve() {
 # drive [driver options] -- COMMAND: the driver as the test user; its
 # checks (threads, fds, exit status) decide. Output goes to the caller.
 drive() {
-    as_user "$DRIVER" --log "$SCRATCH/plugin.log" "$@"
+    as_user "$DRIVER" --log "$SCRATCH/plugin.log" --tcp-path "$TCP_PATH" "$@"
 }
 
 no_leftovers() {

@@ -22,7 +22,7 @@
  * usage: rknp-rel-driver [--log FILE] [--kill-child-after N]
  *        [--close-after N] [--settle-ms MS] [--hold FILE]
  *        [--expect-refused N] [--expect-exit CODE|killed|any]
- *        [--child-timeout SEC] -- COMMAND [ARGS...]
+ *        [--child-timeout SEC] [--tcp-path fast|slirp] -- COMMAND [ARGS...]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -123,10 +123,23 @@ static char *extra_lines(const char *now, const char *base) {
     return out;
 }
 
-/* A running parent with its tap holds exactly the tap and its eventfd. */
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* A running parent with its tap holds exactly the tap and its eventfd; with
+ * the TCP fast path also the fast path's epoll set and its wake-up
+ * eventfd. Nothing per connection. */
+static int fast_path = 0;
 static int only_tap_and_eventfd(const char *extra) {
-    return fd_count(extra) == 2 && strstr(extra, "-> /dev/net/tun\n") &&
-           strstr(extra, "-> anon_inode:[eventfd]\n");
+    int eventfds = fast_path ? 2 : 1, epolls = fast_path ? 1 : 0;
+    return fd_count(extra) == 1 + eventfds + epolls &&
+           occurrences(extra, "-> /dev/net/tun\n") == 1 &&
+           occurrences(extra, "-> anon_inode:[eventfd]\n") == eventfds &&
+           occurrences(extra, "-> anon_inode:[eventpoll]\n") == epolls;
 }
 
 static int thread_count(void) {
@@ -162,6 +175,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--hold")) hold = v;
         else if (!strcmp(a, "--expect-refused")) expect_refused = atoi(v);
         else if (!strcmp(a, "--expect-exit")) expect_exit = v;
+        else if (!strcmp(a, "--tcp-path")) {
+            if (strcmp(v, "fast") && strcmp(v, "slirp")) { fprintf(stderr, "--tcp-path fast|slirp\n"); return 2; }
+            fast_path = !strcmp(v, "fast");
+        }
         else if (!strcmp(a, "--log")) {
             if ((log_file = fopen(v, "a")) == NULL) { perror(v); return 2; }
         } else { fprintf(stderr, "unknown option %s\n", a); return 2; }
@@ -178,6 +195,7 @@ int main(int argc, char **argv) {
     rknp_config_init(&cfg, sizeof cfg);
     cfg.log_fn = test_log_line;
     cfg.log_user_data = log_file;
+    cfg.tcp_path = fast_path ? RKNP_TCP_PATH_FAST : RKNP_TCP_PATH_SLIRP;
     rknp_parent *parent = NULL;
     rknp_error *err = NULL;
     check(rknp_parent_new(&cfg, &parent, &err), err, "config");

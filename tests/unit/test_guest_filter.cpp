@@ -2,9 +2,12 @@
 // urgent data never reaches libslirp, with the TCP checksum kept valid.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "datapath/checksum.hpp"
+#include "common/addr.hpp"
 #include "datapath/guest_filter.hpp"
 
 using namespace rknp;
@@ -125,4 +128,45 @@ TEST_CASE("fragments, other protocols and short frames are left alone") {
     Bytes badlen = tcp_frame(false, 0x30, 9);
     put_be16(badlen.data() + 14 + 2, 30); // IP total < IP + TCP headers
     CHECK_FALSE(strip_urgent(badlen));
+}
+
+TEST_CASE("only the guest's own source addresses get through") {
+    const Ipv4Cidr net = Ipv4Cidr::parse("cidr", "10.0.2.0/24");
+    in6_addr prefix6{};
+    prefix6.s6_addr[0] = 0xfd;
+    auto v4_from = [](uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+        Bytes f = tcp_frame(false, 0x10, 0);
+        uint8_t *src = f.data() + 14 + 12;
+        src[0] = a, src[1] = b, src[2] = c, src[3] = d;
+        return f;
+    };
+    CHECK(guest_source_allowed(v4_from(10, 0, 2, 100), net, prefix6));
+    CHECK(guest_source_allowed(v4_from(10, 0, 2, 7), net, prefix6));
+    CHECK(guest_source_allowed(v4_from(0, 0, 0, 0), net, prefix6)); // DHCP
+    CHECK_FALSE(guest_source_allowed(v4_from(10, 0, 3, 100), net, prefix6));
+    CHECK_FALSE(guest_source_allowed(v4_from(192, 0, 2, 1), net, prefix6));
+
+    auto v6_from = [](std::initializer_list<uint8_t> head) {
+        Bytes f = tcp_frame(true, 0x10, 0);
+        uint8_t *src = f.data() + 14 + 8;
+        std::fill(src, src + 16, 0);
+        size_t i = 0;
+        for (uint8_t b : head) src[i++] = b;
+        if (head.size() > 0) src[15] = 9;
+        return f;
+    };
+    CHECK(guest_source_allowed(v6_from({0xfd, 0x00}), net, prefix6));
+    CHECK(guest_source_allowed(v6_from({0xfe, 0x80}), net, prefix6)); // NDP
+    CHECK(guest_source_allowed(v6_from({}), net, prefix6));           // DAD ::
+    CHECK_FALSE(guest_source_allowed(v6_from({0xfd, 0x01}), net, prefix6));
+    CHECK_FALSE(guest_source_allowed(v6_from({0x20, 0x01}), net, prefix6));
+
+    Bytes arp(14 + 28, 0);
+    put_be16(arp.data() + 12, 0x0806);
+    arp[14 + 14] = 10, arp[14 + 16] = 2, arp[14 + 17] = 100;
+    CHECK(guest_source_allowed(arp, net, prefix6));
+    arp[14 + 16] = 9;
+    CHECK_FALSE(guest_source_allowed(arp, net, prefix6));
+    arp.resize(14 + 20);
+    CHECK_FALSE(guest_source_allowed(arp, net, prefix6)); // truncated
 }
