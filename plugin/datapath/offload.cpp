@@ -8,12 +8,6 @@
 
 namespace rknp {
 
-namespace {
-
-constexpr size_t kEthLen = 14;
-
-} // namespace
-
 bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
     size_t start = h.csum_start, field = start + h.csum_offset;
     if (start >= frame.size() || field + 2 > frame.size()) return false;
