@@ -40,7 +40,15 @@ struct SlirpCallbacks {
     }
     static void guest_error(const char *msg, void *o) noexcept {
         try {
-            self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+            auto &a = self(o);
+            uint64_t suppressed = 0;
+            if (!a.guest_error_log_.admit(now_ns() / 1000000, suppressed))
+                return;
+            std::string m = std::string("guest error: ") + msg;
+            if (suppressed != 0)
+                m += " (" + std::to_string(suppressed) +
+                     " more guest errors not logged)";
+            a.cfg_.logger.warn(m);
         } catch (...) {
         }
     }

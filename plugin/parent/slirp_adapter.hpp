@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/config.hpp"
+#include "common/log_limiter.hpp"
 #include "datapath/coalescer.hpp"
 #include "datapath/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
@@ -68,6 +69,8 @@ private:
     // whole life: members, destroyed after slirp_cleanup.
     sockaddr_in out4_{};
     sockaddr_in6 out6_{};
+    // libslirp's warnings about what the guest sent: 10 a minute at most.
+    LogLimiter guest_error_log_{10, 60000};
     // Set with a libslirp that has the reassembly-queue loop.
     std::unique_ptr<ReassWrapGuard> wrap_guard_;
     Slirp *slirp_ = nullptr;

@@ -136,7 +136,8 @@ void StackLoop::input_frame(size_t n) {
         return;
     }
     if (!libslirp_ethertype(frame) ||
-        !guest_source_allowed(frame, cfg_.cidr, prefix6_)) {
+        !guest_source_allowed(frame, cfg_.cidr, prefix6_) ||
+        router_message_from_guest(frame)) {
         Stats::add(stats_.frames_dropped, 1);
         Stats::add(stats_.frames_filtered, 1);
         return;
