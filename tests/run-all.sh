@@ -20,7 +20,7 @@ done
 echo "== valgrind: no leak from the library"
 "$ROOT/tests/reliability/valgrind.sh" "$BUILD"
 echo "== fuzzing: every target for a bounded time (clang, build-fuzz/)"
-FUZZ_SECONDS=${FUZZ_SECONDS:-20} "$ROOT/tests/fuzz/run.sh"
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} "$ROOT/tests/fuzz/run.sh"
 echo "== Go: vet and tests"
 (cd "$ROOT/go-bindings" && go vet ./... &&
     RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)
