@@ -6,38 +6,12 @@ package rknp_test
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"testing"
 
+	"github.com/rknp/rknp/go-bindings/internal/examplerun"
 	"github.com/rknp/rknp/go-bindings/internal/testplugin"
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
-
-// captureStdout returns what fn prints to os.Stdout.
-func captureStdout(t *testing.T, fn func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stdout
-	os.Stdout = w
-	done := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(r)
-		done <- b
-	}()
-	defer func() {
-		os.Stdout = saved
-		w.Close()
-		r.Close()
-	}()
-	fn()
-	os.Stdout = saved
-	w.Close()
-	return string(<-done)
-}
 
 func TestExamples(t *testing.T) {
 	t.Setenv("RKNP_PLUGIN", testplugin.Path(t))
@@ -52,7 +26,7 @@ func TestExamples(t *testing.T) {
 				"hand-over pairs for the child: true\n" +
 				"tap attached: false\n"},
 	} {
-		if got := captureStdout(t, ex.fn); got != ex.want {
+		if got := examplerun.Output(t, ex.fn); got != ex.want {
 			// Stop: a later example would log.Fatal on the same cause.
 			t.Fatalf("%s printed:\n%s\nwant:\n%s", ex.name, got, ex.want)
 		}
