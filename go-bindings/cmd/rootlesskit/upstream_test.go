@@ -62,6 +62,11 @@ func upstreamSource(t *testing.T) (*token.FileSet, []*ast.File, string) {
 		t.Fatal(err)
 	}
 	if mod.Dir == "" {
+		// Offline package builds (dh-golang sets GOPROXY=off) cannot fetch
+		// the source; CI has the module proxy and never skips here.
+		if proxy, _ := exec.Command("go", "env", "GOPROXY").Output(); strings.TrimSpace(string(proxy)) == "off" {
+			t.Skipf("no source of %s@%s (vendored build or module not in the cache) and GOPROXY=off: cannot compare with upstream", upstreamModule, mod.Version)
+		}
 		out, err = exec.Command("go", "mod", "download", "-json", upstreamModule+"@"+mod.Version).Output()
 		if err != nil {
 			t.Fatalf("go mod download %s@%s: %v", upstreamModule, mod.Version, err)
