@@ -82,7 +82,7 @@ std::string configure_here(const ChildSetup &s, const Logger &log,
     if (s.ipv6 && !s.ipv6_address) disable_dad(s.ifname, log);
     nl.link_up(s.ifname, s.mtu, kTxQueueLen, s.mac);
     if (link_only) {
-        handover::send_tap(s.socket_path, tap.get(), s.ifname,
+        handover::send_tap(s.socket_path, tap.get(), s.ifname, s.tokens,
                            int(s.timeout_ms));
         log.info("tap " + s.ifname + " up, addresses left to the caller");
         return s.ifname;
@@ -98,7 +98,8 @@ std::string configure_here(const ChildSetup &s, const Logger &log,
                        true);
         nl.add_default_route(idx, AF_INET6, &gw6);
     }
-    handover::send_tap(s.socket_path, tap.get(), s.ifname, int(s.timeout_ms));
+    handover::send_tap(s.socket_path, tap.get(), s.ifname, s.tokens,
+                       int(s.timeout_ms));
     if (s.ipv6 && !s.ipv6_address) {
         // The router advertisement arrives once the parent reads the tap.
         auto deadline = std::chrono::steady_clock::now() + kSlaacWait;

@@ -18,8 +18,10 @@ bool parse_bool(std::string_view key, const std::string &v) {
 
 } // namespace
 
-ChildSetup ChildSetup::make(const ParentConfig &cfg, std::string socket_path) {
+ChildSetup ChildSetup::make(const ParentConfig &cfg, std::string socket_path,
+                            const handover::Tokens &tokens) {
     ChildSetup s;
+    s.tokens = tokens;
     s.socket_path = std::move(socket_path);
     s.ifname = cfg.ifname;
     s.mtu = cfg.mtu;
@@ -45,6 +47,8 @@ KeyValues ChildSetup::encode() const {
         {"rknp.ipv6", ipv6 ? "1" : "0"},
         {"rknp.offload", offload ? "1" : "0"},
         {"rknp.timeout_ms", std::to_string(timeout_ms)},
+        {"rknp.parent_token", handover::format_token(tokens.parent)},
+        {"rknp.child_token", handover::format_token(tokens.child)},
     };
     if (mac) kv.emplace_back("rknp.mac", format_mac(*mac));
     if (ipv6_address)
@@ -75,6 +79,10 @@ ChildSetup ChildSetup::decode(const KeyValues &kv) {
     s.ipv6 = parse_bool("rknp.ipv6", need("rknp.ipv6"));
     s.timeout_ms =
         parse_u32("rknp.timeout_ms", need("rknp.timeout_ms"), 1, 600000);
+    s.tokens.parent =
+        handover::parse_token("rknp.parent_token", need("rknp.parent_token"));
+    s.tokens.child =
+        handover::parse_token("rknp.child_token", need("rknp.child_token"));
     // Absent in opaque maps of parents that predate offloads.
     if (auto it = m.find("rknp.offload"); it != m.end())
         s.offload = parse_bool("rknp.offload", it->second);

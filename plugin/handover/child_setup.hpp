@@ -14,6 +14,7 @@
 
 #include "common/addr.hpp"
 #include "common/config.hpp"
+#include "handover/messages.hpp"
 
 namespace rknp {
 
@@ -32,8 +33,12 @@ struct ChildSetup {
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
+    // Secrets only parent and child know: whoever else binds the socket
+    // path or connects to it cannot prove itself (see handover/server.hpp).
+    handover::Tokens tokens;
 
-    static ChildSetup make(const ParentConfig &cfg, std::string socket_path);
+    static ChildSetup make(const ParentConfig &cfg, std::string socket_path,
+                           const handover::Tokens &tokens);
     KeyValues encode() const;
     // Throws Error naming the missing or bad key; unknown keys are ignored
     // so that a newer parent can talk to an older child.

@@ -19,6 +19,14 @@
 
 namespace rknp {
 
+namespace {
+
+// How long the parent waits for the Hello of a peer it greeted; the child
+// sends it at once.
+constexpr int kHelloTimeoutMs = 2000;
+
+} // namespace
+
 Parent::Parent(ParentConfig cfg) : cfg_(std::move(cfg)) {}
 
 Parent::~Parent() { close(); }
@@ -36,7 +44,9 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         throw_invalid("invalid state_dir \"" + state_dir +
                       "\": must be an absolute path");
     std::string path = state_dir + "/rknp.sock";
-    UniqueFd listen = handover::listen_socket(path);
+    handover::Tokens tokens = handover::random_tokens();
+    handover::Server server(handover::listen_socket(state_dir, "rknp.sock"),
+                            child_pid, ::geteuid(), tokens, kHelloTimeoutMs);
     wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!wake_) {
         ::unlink(path.c_str());
@@ -46,7 +56,7 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     // libslirp is created, run and destroyed on the stack thread only.
     std::promise<void> ready;
     auto ready_future = ready.get_future();
-    thread_ = std::thread([this, listen = std::move(listen), child_pid,
+    thread_ = std::thread([this, server = std::move(server),
                            ready = std::move(ready)]() mutable {
         // libslirp writes to host sockets without MSG_NOSIGNAL. Blocking
         // SIGPIPE on this thread only (never the process's disposition)
@@ -57,9 +67,9 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
         std::unique_ptr<StackLoop> loop;
         try {
-            loop = std::make_unique<StackLoop>(cfg_, std::move(listen),
-                                               child_pid, wake_.get(), stop_,
-                                               stats_, tasks_);
+            loop = std::make_unique<StackLoop>(cfg_, std::move(server),
+                                               wake_.get(), stop_, stats_,
+                                               tasks_);
         } catch (...) {
             ready.set_exception(std::current_exception());
             return;
@@ -89,7 +99,7 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         throw;
     }
     socket_path_ = path;
-    opaque_ = ChildSetup::make(cfg_, path).encode();
+    opaque_ = ChildSetup::make(cfg_, path, tokens).encode();
     state_ = State::Running;
     started_.store(true);
     cfg_.logger.info(std::string("stack started (libslirp ") +

@@ -22,8 +22,6 @@ namespace {
 constexpr int kTapBudget = 256;
 // vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
 constexpr size_t kFrameBuffer = 65536 + 1024;
-constexpr int kHelloTimeoutMs = 2000;
-
 int64_t now_ms() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -51,12 +49,10 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
 
 } // namespace
 
-StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
-                     pid_t child_pid, int wake_fd,
-                     const std::atomic<bool> &stop, Stats &stats,
+StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
+                     int wake_fd, const std::atomic<bool> &stop, Stats &stats,
                      TaskQueue &tasks)
-    : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
-      wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
+    : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
       slirp_(cfg, tap_, coalescer_, polls_) {
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
@@ -75,26 +71,61 @@ void StackLoop::flush_fast_path() {
     out.clear();
 }
 
-void StackLoop::accept_handover() {
-    try {
-        handover::accept_tap(
-            listen_.get(), child_pid_, ::geteuid(), kHelloTimeoutMs,
-            [this](handover::Accepted &&a) {
-                tap_.attach(std::move(a.tap), a.vnet_hdr);
-                stats_.tap_attached.store(true);
-                cfg_.logger.info("tap \"" + a.ifname + "\" attached from pid " +
-                                 std::to_string(child_pid_) +
-                                 (a.vnet_hdr ? " (offloads on)"
-                                             : " (offloads off)"));
-            });
-        // One tap per parent: stop accepting further hand-overs.
-        listen_.reset();
-    } catch (const Error &e) {
-        if (e.code() == RKNP_ERR_PERMISSION)
-            Stats::add(stats_.handovers_refused, 1);
-        cfg_.logger.error(e.what());
-    } catch (const std::exception &e) {
-        cfg_.logger.error(std::string("hand-over: ") + e.what());
+void StackLoop::adopt_tap(handover::Accepted &&a) {
+    tap_.attach(std::move(a.tap), a.vnet_hdr);
+    stats_.tap_attached.store(true);
+    cfg_.logger.info("tap \"" + a.ifname + "\" attached" +
+                     (a.vnet_hdr ? " (offloads on)" : " (offloads off)"));
+}
+
+void StackLoop::handover_refused(const std::string &why) {
+    Stats::add(stats_.handovers_refused, 1);
+    cfg_.logger.error(why);
+}
+
+StackLoop::HandoverPolls StackLoop::poll_handover() {
+    HandoverPolls h;
+    if (!handover_.listening()) return h;
+    h.listen_idx = polls_.add(handover_.listen_fd(), SLIRP_POLL_IN);
+    h.pending = handover_.pending();
+    for (size_t i = 0; i < h.pending; ++i) {
+        int idx = polls_.add(handover_.pending_fd(i), SLIRP_POLL_IN);
+        if (i == 0) h.first_pending_idx = idx;
+    }
+    return h;
+}
+
+// Never blocks: a peer that connects and says nothing only waits out its
+// own deadline while the loop, and the real child, go on.
+void StackLoop::serve_handover(const HandoverPolls &h) {
+    if (!handover_.listening()) return;
+    // Serving one changes the pending list: note the fds first.
+    int ready[handover::Server::kMaxPending];
+    size_t n_ready = 0;
+    for (size_t i = 0; i < h.pending; ++i)
+        if (polls_.revents(h.first_pending_idx + int(i)) != 0)
+            ready[n_ready++] = handover_.pending_fd(i);
+    auto adopt = [this](handover::Accepted &&a) { adopt_tap(std::move(a)); };
+    for (size_t i = 0; i < n_ready && handover_.listening(); ++i) {
+        try {
+            handover_.receive(ready[i], adopt);
+        } catch (const std::exception &e) {
+            handover_refused(e.what());
+        }
+    }
+    if (!handover_.listening()) return;
+    for (const std::string &why : handover_.expire(now_ms()))
+        handover_refused(why);
+    if (polls_.revents(h.listen_idx) & POLLIN) {
+        try {
+            handover_.accept_one(now_ms());
+        } catch (const Error &e) {
+            // A refused peer, or our own trouble (fds, memory): not a refusal.
+            if (e.code() != RKNP_ERR_SYSTEM) handover_refused(e.what());
+            else cfg_.logger.error(e.what());
+        } catch (const std::exception &e) {
+            cfg_.logger.error(std::string("hand-over: ") + e.what());
+        }
     }
 }
 
@@ -167,7 +198,7 @@ void StackLoop::run() {
     while (!stop_.load()) {
         polls_.clear();
         int wake_idx = polls_.add(wake_fd_, SLIRP_POLL_IN);
-        int listen_idx = listen_ ? polls_.add(listen_.get(), SLIRP_POLL_IN) : -1;
+        HandoverPolls handover_polls = poll_handover();
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
         int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
@@ -176,6 +207,9 @@ void StackLoop::run() {
             int64_t next = fast_->ms_until_next_timer(now_ms());
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
+        if (int64_t next = handover_.ms_until_deadline(now_ms());
+            next >= 0 && uint64_t(next) < timeout)
+            timeout = uint32_t(next);
 
         int n = polls_.wait(int(timeout));
         if (n < 0 && errno != EINTR) {
@@ -201,7 +235,7 @@ void StackLoop::run() {
             (void)!::read(wake_fd_, &v, sizeof v);
             for (auto &task : tasks_.take()) task(this);
         }
-        if (listen_ && (polls_.revents(listen_idx) & POLLIN)) accept_handover();
+        serve_handover(handover_polls);
         coalescer_.flush();
     }
 }

@@ -21,6 +21,7 @@
 #include "datapath/reassembly.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp_fastpath.hpp"
+#include "handover/server.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/task_queue.hpp"
@@ -30,9 +31,8 @@ namespace rknp {
 class StackLoop {
 public:
     // Creates the libslirp instance; throws Error.
-    StackLoop(const ParentConfig &cfg, UniqueFd listen_fd, pid_t child_pid,
-              int wake_fd, const std::atomic<bool> &stop, Stats &stats,
-              TaskQueue &tasks);
+    StackLoop(const ParentConfig &cfg, handover::Server handover, int wake_fd,
+              const std::atomic<bool> &stop, Stats &stats, TaskQueue &tasks);
 
     // Runs until stop is set (and wake_fd signalled).
     void run();
@@ -41,7 +41,16 @@ public:
     SlirpAdapter &slirp() { return slirp_; }
 
 private:
-    void accept_handover();
+    // The hand-over's fds in this round's poll set, and serving them.
+    struct HandoverPolls {
+        int listen_idx = -1;
+        int first_pending_idx = -1;
+        size_t pending = 0;
+    };
+    HandoverPolls poll_handover();
+    void serve_handover(const HandoverPolls &h);
+    void handover_refused(const std::string &why);
+    void adopt_tap(handover::Accepted &&a);
     void drain_tap();
     void input_frame(size_t len);
     void detach_tap(const std::string &why);
@@ -49,8 +58,7 @@ private:
     void flush_fast_path();
 
     const ParentConfig &cfg_;
-    UniqueFd listen_;
-    pid_t child_pid_;
+    handover::Server handover_;
     int wake_fd_;
     const std::atomic<bool> &stop_;
     Stats &stats_;

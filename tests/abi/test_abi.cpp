@@ -1,6 +1,7 @@
 // Tests of the C ABI as a loader sees it: only rknp.h and the shared library.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -179,6 +180,20 @@ TEST_CASE("start errors: bad state_dir, bad pid, closed without start") {
     CHECK(std::string(rknp_error_message(err)).find("/nonexistent-dir-rknp") !=
           std::string::npos);
     rknp_error_free(err);
+    {
+        // Others could replace the socket in a directory they can write
+        // to: refused, naming the directory, its owner and mode.
+        TempDir open_dir;
+        REQUIRE(chmod(open_dir.path().c_str(), 01777) == 0);
+        CHECK(rknp_parent_start(p, open_dir.path().c_str(), 1, &err) ==
+              RKNP_ERR_PERMISSION);
+        CHECK(std::string(rknp_error_message(err)) ==
+              "hand-over: state directory " + open_dir.path() + " (owner uid " +
+                  std::to_string(geteuid()) +
+                  ") has mode 1777: group or others may write to it; refusing it");
+        rknp_error_free(err);
+        CHECK(access((open_dir.path() + "/rknp.sock").c_str(), F_OK) != 0);
+    }
     rknp_parent_close(p); // never started
     rknp_parent_free(p);
     p = make_parent(cfg);

@@ -28,13 +28,16 @@ void check_roundtrip(const ParentConfig &p) {
     fuzz::require(p.mtu >= kMtuMin && p.mtu <= kMtuMax, "mtu out of range");
     fuzz::require(p.cidr.prefix_len >= 1 && p.cidr.prefix_len <= 25,
                   "prefix out of range");
-    ChildSetup s = ChildSetup::make(p, "/run/rknp/rknp.sock");
+    ChildSetup s = ChildSetup::make(p, "/run/rknp/rknp.sock",
+                                   handover::Tokens{});
     ChildSetup d = ChildSetup::decode(s.encode());
     fuzz::require(d.socket_path == s.socket_path && d.ifname == s.ifname &&
                       d.mtu == s.mtu && d.ip == s.ip &&
                       d.prefix_len == s.prefix_len && d.gateway == s.gateway &&
                       d.ipv6 == s.ipv6 && d.offload == s.offload &&
-                      d.timeout_ms == s.timeout_ms && d.mac == s.mac,
+                      d.timeout_ms == s.timeout_ms && d.mac == s.mac &&
+                      d.tokens.parent == s.tokens.parent &&
+                      d.tokens.child == s.tokens.child,
                   "opaque round trip changed the setup");
     fuzz::require(d.ipv6_address.has_value() == s.ipv6_address.has_value() &&
                       (!d.ipv6_address || same(*d.ipv6_address, *s.ipv6_address)),

@@ -91,15 +91,36 @@ std::string decode_reply(const uint8_t *b, ssize_t n) {
     return reply(rknp_status(status), std::string(reinterpret_cast<const char *>(b) + 10, len));
 }
 
-// A hand-over peer: connects, sends msg with fds, returns the reply (waits
-// up to 5 s, longer than the parent waits for a hello).
-std::string hand_over(const std::string &sock, const void *msg, size_t len,
-                      const std::vector<int> &fds_to_send) {
+// Connects to the hand-over socket.
+int connect_to(const std::string &sock) {
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strcpy(a.sun_path, sock.c_str());
     REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+    return s;
+}
+
+// The parent's first message on s: "greeting" (24 bytes, "RKNG"), or the
+// decoded reply it sent instead. Waits up to 5 s.
+std::string first_message(int s) {
+    pollfd pf{s, POLLIN, 0};
+    uint8_t buf[512];
+    ssize_t n = poll(&pf, 1, 5000) == 1 ? recv(s, buf, sizeof buf, 0) : -1;
+    if (n == 24 && std::memcmp(buf, "RKNG", 4) == 0) return "greeting";
+    return decode_reply(buf, n);
+}
+
+// A hand-over peer: connects, reads the parent's greeting, sends msg with
+// fds, returns the reply (waits up to 5 s, longer than the parent waits
+// for a hello). A peer refused at once returns that reply.
+std::string hand_over(const std::string &sock, const void *msg, size_t len,
+                      const std::vector<int> &fds_to_send) {
+    int s = connect_to(sock);
+    if (std::string first = first_message(s); first != "greeting") {
+        close(s);
+        return first;
+    }
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)] = {};
     iovec iov{const_cast<void *>(msg), len};
     msghdr mh{};
@@ -122,11 +143,27 @@ std::string hand_over(const std::string &sock, const void *msg, size_t len,
     return decode_reply(buf, n);
 }
 
-std::vector<uint8_t> hello(const char *name) {
-    std::vector<uint8_t> h(24, 0);
+// The child token from the parent's opaque pairs, as bytes.
+std::vector<uint8_t> child_token(rknp_parent *p) {
+    std::vector<uint8_t> t;
+    for (uint32_t i = 0; i < rknp_parent_opaque_count(p); ++i) {
+        const char *k, *v;
+        REQUIRE(rknp_parent_opaque_get(p, i, &k, &v, nullptr) == RKNP_OK);
+        if (std::string(k) != "rknp.child_token") continue;
+        for (size_t j = 0; v[j] != 0 && v[j + 1] != 0; j += 2)
+            t.push_back(uint8_t(std::stoi(std::string(v + j, 2), nullptr, 16)));
+    }
+    REQUIRE(t.size() == 16);
+    return t;
+}
+
+// A version 2 hello: "RKNH", version, name, the child token.
+std::vector<uint8_t> hello(const char *name, const std::vector<uint8_t> &token) {
+    std::vector<uint8_t> h(40, 0);
     std::memcpy(h.data(), "RKNH", 4);
-    h[4] = 1; // version 1, little-endian
+    h[4] = 2; // version 2, little-endian
     std::memcpy(h.data() + 8, name, std::strlen(name));
+    std::memcpy(h.data() + 24, token.data(), token.size());
     return h;
 }
 
@@ -326,7 +363,7 @@ TEST_CASE("a peer that passes the credential check but sends garbage is refused"
     std::string sock = dir.path() + "/rknp.sock";
     int f0 = fds();
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    auto h = hello("tap0");
+    auto h = hello("tap0", child_token(p));
 
     const std::string not_tap =
         reply(RKNP_ERR_PROTOCOL, "hand-over: the fd is not a tun/tap device");
@@ -368,9 +405,9 @@ TEST_CASE("a peer that passes the credential check but sends garbage is refused"
         std::strcpy(a.sun_path, sock.c_str());
         REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
         close(s);
-        for (int i = 0; i < 200 && !logs.has("hand-over: hello has 0 bytes, want 24"); ++i)
+        for (int i = 0; i < 200 && !logs.has("hand-over: the peer hung up before its hello"); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        CHECK(logs.has("hand-over: hello has 0 bytes, want 24", RKNP_LOG_ERROR));
+        CHECK(logs.has("hand-over: the peer hung up before its hello", RKNP_LOG_ERROR));
     }
     // Still listening after all that.
     CHECK(hand_over(sock, h.data(), h.size(), {devnull}) == not_tap);
@@ -397,7 +434,8 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
     if (other == 0) {
         // Not the child: refused at accept with PERMISSION, whatever it sends.
         int devnull = open("/dev/null", O_RDONLY);
-        auto h = hello("tap0");
+        std::vector<uint8_t> no_token(16, 0);
+        auto h = hello("tap0", no_token);
         std::string r = hand_over(sock, h.data(), h.size(), {devnull});
         std::string uid = std::to_string(getuid());
         std::string want = reply(RKNP_ERR_PERMISSION,
@@ -423,8 +461,72 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
     CHECK(logs.has("hand-over refused: peer pid " + std::to_string(other),
                    RKNP_LOG_ERROR));
     // The real child (us) is still heard.
-    auto h = hello("tap0");
+    auto h = hello("tap0", child_token(p));
     CHECK(hand_over(sock, h.data(), h.size(), {}) ==
           reply(RKNP_ERR_PROTOCOL, "hand-over: hello carried no file descriptor"));
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a hand-over without the child token is refused and counted") {
+    TempDir dir;
+    Logs logs;
+    // Our own pid passes SO_PEERCRED: only the token tells us apart.
+    rknp_parent *p = started(dir, getpid(), &logs);
+    std::string sock = dir.path() + "/rknp.sock";
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    auto wrong = child_token(p);
+    wrong[0] ^= 1;
+    const std::string refused = reply(
+        RKNP_ERR_PERMISSION,
+        "hand-over refused: the peer did not prove it is the child (wrong token)");
+    CHECK(hand_over(sock, hello("tap0", wrong).data(), 40, {devnull}) == refused);
+    CHECK(hand_over(sock, hello("tap0", std::vector<uint8_t>(16, 0)).data(), 40,
+                    {devnull}) == refused);
+    close(devnull);
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+        if (st.handovers_refused == 2) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(st.handovers_refused == 2);
+    CHECK(st.tap_attached == 0);
+    CHECK(logs.has("wrong token", RKNP_LOG_ERROR));
+    rknp_parent_free(p);
+}
+
+TEST_CASE("a peer that connects and says nothing does not hold up the child") {
+    TempDir dir;
+    Logs logs;
+    rknp_parent *p = started(dir, getpid(), &logs);
+    std::string sock = dir.path() + "/rknp.sock";
+    int silent = connect_to(sock);
+    REQUIRE(first_message(silent) == "greeting");
+    // The child comes after the silent peer and is answered at once ...
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    auto h = hello("tap0", child_token(p));
+    CHECK(hand_over(sock, h.data(), h.size(), {devnull}) ==
+          reply(RKNP_ERR_PROTOCOL, "hand-over: the fd is not a tun/tap device"));
+    close(devnull);
+    // ... while the silent peer still waits for its deadline: nothing is
+    // queued for it yet (a parent that waited on it first would have
+    // answered it before the child).
+    uint8_t buf[64];
+    CHECK(recv(silent, buf, sizeof buf, MSG_DONTWAIT) < 0);
+    CHECK(errno == EAGAIN);
+    // Then it is told, and counted.
+    CHECK(first_message(silent) ==
+          reply(RKNP_ERR_TIMEOUT, "hand-over: timed out waiting for the child's hello"));
+    close(silent);
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    // Counted just after the reply went out.
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+        if (st.handovers_refused == 2) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(st.handovers_refused == 2);
     rknp_parent_free(p);
 }

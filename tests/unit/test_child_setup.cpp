@@ -23,7 +23,8 @@ TEST_CASE("child setup round-trips through the opaque pairs") {
     c.mac_address = "02:00:00:00:00:07";
     c.enable_ipv6 = 1;
     c.ipv6_address = "fd00::100";
-    auto s = ChildSetup::make(ParentConfig::from_c(c), "/run/x/rknp.sock");
+    auto tokens = handover::random_tokens();
+    auto s = ChildSetup::make(ParentConfig::from_c(c), "/run/x/rknp.sock", tokens);
     auto d = ChildSetup::decode(s.encode());
     CHECK(d.socket_path == "/run/x/rknp.sock");
     CHECK(d.ifname == "eth7");
@@ -36,10 +37,14 @@ TEST_CASE("child setup round-trips through the opaque pairs") {
     CHECK(d.ipv6);
     REQUIRE(d.ipv6_address.has_value());
     CHECK(format_ipv6(*d.ipv6_address) == "fd00::100");
+    CHECK(d.tokens.parent == tokens.parent);
+    CHECK(d.tokens.child == tokens.child);
 }
 
 TEST_CASE("child setup rejects missing and bad keys, ignores unknown ones") {
-    auto kv = ChildSetup::make(ParentConfig::from_c(defaults()), "/s").encode();
+    auto kv = ChildSetup::make(ParentConfig::from_c(defaults()), "/s",
+                               handover::random_tokens())
+                  .encode();
     kv.emplace_back("rknp.future-option", "whatever");
     CHECK_NOTHROW(ChildSetup::decode(kv));
 
@@ -67,4 +72,23 @@ TEST_CASE("child setup rejects missing and bad keys, ignores unknown ones") {
     CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ip", "10.0.2")), Error);
     CHECK_THROWS_AS(ChildSetup::decode(with("rknp.ifname", "a/b")), Error);
     CHECK_THROWS_AS(ChildSetup::decode({}), Error);
+    // Without its tokens the child could neither check the parent nor
+    // prove itself; a malformed one is refused without echoing it.
+    CHECK_THROWS_WITH_AS(ChildSetup::decode(without("rknp.parent_token")),
+                         doctest::Contains("missing opaque key \"rknp.parent_token\""),
+                         Error);
+    CHECK_THROWS_AS(ChildSetup::decode(without("rknp.child_token")), Error);
+    CHECK_THROWS_WITH_AS(
+        ChildSetup::decode(with("rknp.child_token", std::string(31, 'a') + "G")),
+        "invalid rknp.child_token: expected 32 lowercase hex digits", Error);
+    CHECK_THROWS_AS(ChildSetup::decode(with("rknp.parent_token", "00")), Error);
+}
+
+TEST_CASE("each parent's tokens are fresh random values, different from each other") {
+    auto a = handover::random_tokens(), b = handover::random_tokens();
+    CHECK(a.parent != a.child);
+    CHECK(a.parent != b.parent);
+    CHECK(a.child != b.child);
+    CHECK(handover::format_token(a.parent).size() == 32);
+    CHECK(handover::parse_token("k", handover::format_token(a.child)) == a.child);
 }
