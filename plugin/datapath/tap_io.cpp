@@ -1,6 +1,7 @@
 // Reading and writing tap frames.
 #include "datapath/tap_io.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -8,6 +9,31 @@
 #include "common/error.hpp"
 
 namespace rknp {
+
+TapRead classify_tap_read(ssize_t n, int err, size_t buf_size) {
+    if (n > 0)
+        return size_t(n) < buf_size ? TapRead::Frame : TapRead::Truncated;
+    if (n == 0) return TapRead::Gone;
+    switch (err) {
+    case EINTR:
+        return TapRead::Retry;
+    case EAGAIN:
+        return TapRead::Empty;
+    // tun fails one frame with these (bad lengths, copy faults, no
+    // memory for it): the tap itself is fine.
+    case EINVAL:
+    case EFAULT:
+    case EMSGSIZE:
+    case ENOBUFS:
+    case ENOMEM:
+        return TapRead::DropOne;
+    default:
+        // EBADFD: the device went with the child's network namespace;
+        // EBADF, EIO, ENODEV, ENXIO and anything unknown: a tap that keeps
+        // failing would spin the loop, so it is let go.
+        return TapRead::Gone;
+    }
+}
 
 void TapIo::attach(UniqueFd tap, bool vnet_hdr) {
     int flags = ::fcntl(tap.get(), F_GETFL);
@@ -17,8 +43,16 @@ void TapIo::attach(UniqueFd tap, bool vnet_hdr) {
     vnet_hdr_ = vnet_hdr;
 }
 
-ssize_t TapIo::read(std::span<uint8_t> buf) {
-    return ::read(tap_.get(), buf.data(), buf.size());
+TapRead TapIo::read_frame(std::span<uint8_t> buf, size_t &len) {
+    ssize_t n = ::read(tap_.get(), buf.data(), buf.size());
+    int err = n < 0 ? errno : 0;
+    TapRead r = classify_tap_read(n, err, buf.size());
+    if (r == TapRead::Frame) len = size_t(n);
+    if (r == TapRead::Truncated) Stats::add(stats_.frames_truncated, 1);
+    if (r == TapRead::Truncated || r == TapRead::DropOne)
+        Stats::add(stats_.frames_dropped, 1);
+    errno = err;
+    return r;
 }
 
 void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,

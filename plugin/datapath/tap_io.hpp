@@ -15,6 +15,18 @@
 
 namespace rknp {
 
+// What one read(2) of the tap means for the loop.
+enum class TapRead {
+    Frame,     // a whole frame
+    Truncated, // it filled the buffer: cut, drop it
+    Retry,     // EINTR
+    Empty,     // EAGAIN: nothing left
+    DropOne,   // an error of this frame only: drop it, keep reading
+    Gone,      // end of file or an error of the tap itself: detach
+};
+// n and errno as read(2) returned them into a buffer of buf_size bytes.
+TapRead classify_tap_read(ssize_t n, int err, size_t buf_size);
+
 class TapIo final : public GuestSink {
 public:
     explicit TapIo(Stats &stats) : stats_(stats) {}
@@ -25,8 +37,10 @@ public:
     bool vnet_hdr() const { return vnet_hdr_; }
     int fd() const { return tap_.get(); }
 
-    // One frame into buf: its length, or -1 with errno (EAGAIN: none left).
-    ssize_t read(std::span<uint8_t> buf);
+    // One read(2) of a frame into buf: what it means (len set for Frame),
+    // truncated and per-frame failures dropped and counted here. errno is
+    // left as read(2) set it.
+    TapRead read_frame(std::span<uint8_t> buf, size_t &len);
     // A guest-bound frame that could not be built: counted as dropped.
     void drop_frame() { Stats::add(stats_.frames_dropped, 1); }
     // Frames for a detached tap are dropped and counted.

@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
+#include "parent/no_throw.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/stack_loop.hpp"
 
@@ -76,19 +77,18 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         }
         ready.set_value();
         // Nothing may leave this thread: an exception here would end
-        // rootlesskit (std::terminate) and every container with it.
-        try {
-            loop->run();
-        } catch (const std::exception &e) {
-            cfg_.logger.error(std::string("stack thread stopped: ") +
-                              e.what() + "; the network is down");
-        } catch (...) {
-            cfg_.logger.error("stack thread stopped by an unknown exception; "
-                              "the network is down");
-        }
-        loop.reset(); // libslirp and its sockets go with this thread
-        // Requests that raced with the stop learn that the stack is gone.
-        for (auto &task : tasks_.close()) task(nullptr);
+        // rootlesskit (std::terminate) and every container with it. One
+        // that stops the loop stops the parent as close() would.
+        if (!run_catching_all(cfg_.logger,
+                              "stack thread stopped, the network is down",
+                              [&] { loop->run(); }))
+            stop_.store(true);
+        run_catching_all(cfg_.logger, "stack thread teardown", [&] {
+            loop.reset(); // libslirp and its sockets go with this thread
+            stats_.tap_attached.store(false);
+            // Requests that raced with the stop learn that the stack is gone.
+            for (auto &task : tasks_.close()) task(nullptr);
+        });
     });
     try {
         ready_future.get();

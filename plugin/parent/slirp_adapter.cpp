@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
+#include "parent/no_throw.hpp"
 
 namespace rknp {
 
@@ -25,65 +26,70 @@ in_addr in4(uint32_t host_order) { return in_addr{htonl(host_order)}; }
 
 } // namespace
 
+// No exception may unwind through libslirp's C frames: every callback is
+// noexcept and returns through or_on_throw with what libslirp copes with.
 struct SlirpCallbacks {
     static SlirpAdapter &self(void *opaque) {
         return *static_cast<SlirpAdapter *>(opaque);
     }
-    // No exception may unwind through libslirp's C frames.
     static ssize_t send_packet(const void *buf, size_t len, void *o) noexcept {
-        try {
-            self(o).to_guest({static_cast<const uint8_t *>(buf), len});
-        } catch (...) {
+        // A frame that could not be built is lost, as on a wire.
+        if (!or_on_throw(false, [&] {
+                self(o).to_guest({static_cast<const uint8_t *>(buf), len});
+                return true;
+            }))
             self(o).tap_.drop_frame();
-        }
         return ssize_t(len);
     }
     static void guest_error(const char *msg, void *o) noexcept {
-        try {
+        or_on_throw(0, [&] {
             auto &a = self(o);
             uint64_t suppressed = 0;
             if (!a.guest_error_log_.admit(now_ns() / 1000000, suppressed))
-                return;
+                return 0;
             std::string m = std::string("guest error: ") + msg;
             if (suppressed != 0)
                 m += " (" + std::to_string(suppressed) +
                      " more guest errors not logged)";
             a.cfg_.logger.warn(m);
-        } catch (...) {
-        }
+            return 0;
+        });
     }
-    static int64_t clock_get_ns(void *) { return now_ns(); }
+    static int64_t clock_get_ns(void *) noexcept { return now_ns(); }
     static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) noexcept {
-        try {
-            return self(o).timers_.create(cb, cb_opaque);
-        } catch (...) {
-            return nullptr; // libslirp checks, as for its own allocations
-        }
+        // nullptr: libslirp checks, as for its own allocations.
+        return or_on_throw<void *>(
+            nullptr, [&] { return self(o).timers_.create(cb, cb_opaque); });
     }
-    static void timer_free(void *t, void *o) { self(o).timers_.destroy(t); }
-    static void timer_mod(void *t, int64_t expire_ms, void *o) {
-        self(o).timers_.arm(t, expire_ms);
+    static void timer_free(void *t, void *o) noexcept {
+        or_on_throw(0, [&] {
+            self(o).timers_.destroy(t);
+            return 0;
+        });
+    }
+    static void timer_mod(void *t, int64_t expire_ms, void *o) noexcept {
+        or_on_throw(0, [&] {
+            self(o).timers_.arm(t, expire_ms);
+            return 0;
+        });
     }
     // The loop rebuilds its poll set every iteration, so registration and
     // notification need no bookkeeping. Every socket libslirp creates or
-    // accepts (forwards) is registered here: rootlesskit's children must
-    // not inherit it.
+    // accepts (forwards: accept(2) without SOCK_CLOEXEC in 4.7.0) is
+    // registered here: rootlesskit's children must not inherit it.
     static void register_poll_fd(int fd, void *) noexcept {
         int flags = ::fcntl(fd, F_GETFD);
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
     }
-    static void unregister_poll_fd(int, void *) {}
-    static void notify(void *) {}
+    static void unregister_poll_fd(int, void *) noexcept {}
+    static void notify(void *) noexcept {}
     static int add_poll(int fd, int events, void *o) noexcept {
-        try {
-            return self(o).polls_.add(fd, events);
-        } catch (...) {
-            return -1; // not polled this round; revents(-1) is 0
-        }
+        // -1: not polled this round; revents(-1) is 0.
+        return or_on_throw(-1, [&] { return self(o).polls_.add(fd, events); });
     }
-    static int get_revents(int idx, void *o) {
-        return self(o).polls_.slirp_revents(idx);
+    static int get_revents(int idx, void *o) noexcept {
+        return or_on_throw(0, [&] { return self(o).polls_.slirp_revents(idx); });
     }
 };
 

@@ -137,25 +137,21 @@ void StackLoop::detach_tap(const std::string &why) {
 
 void StackLoop::drain_tap() {
     for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
-        ssize_t n = tap_.read(frame_);
-        if (n > 0 && size_t(n) < frame_.size()) {
-            input_frame(size_t(n));
-            continue;
+        size_t len = 0;
+        switch (tap_.read_frame(frame_, len)) {
+        case TapRead::Frame:
+            input_frame(len);
+            break;
+        case TapRead::Truncated: // counted by TapIo; no real frame is that long
+        case TapRead::DropOne:   // one bad frame, the tap is fine
+        case TapRead::Retry:
+            break;
+        case TapRead::Empty:
+            return;
+        case TapRead::Gone:
+            detach_tap(errno == 0 ? "end of file" : std::strerror(errno));
+            return;
         }
-        if (n > 0) { // filled the buffer: no real frame is that long, cut
-            Stats::add(stats_.frames_dropped, 1);
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN) return;
-        // Errors of one frame, not of the tap: drop it and go on.
-        if (n < 0 && (errno == EINVAL || errno == EFAULT ||
-                      errno == EMSGSIZE || errno == ENOBUFS)) {
-            Stats::add(stats_.frames_dropped, 1);
-            continue;
-        }
-        // EBADFD/EIO: the child's network namespace is gone.
-        detach_tap(n == 0 ? "end of file" : std::strerror(errno));
     }
 }
 

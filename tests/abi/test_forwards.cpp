@@ -256,8 +256,8 @@ TEST_CASE("listing steps through the caller's array by its struct_size") {
 
 namespace {
 
-// Socket fds of this process that a fork+exec would pass on.
-std::vector<int> inheritable_sockets() {
+// Socket fds of this process, and which of them a fork+exec would pass on.
+std::vector<int> sockets(bool only_inheritable) {
     std::vector<int> out;
     for (int fd = 0; fd < 4096; ++fd) {
         char link[64], target[64] = {};
@@ -266,10 +266,12 @@ std::vector<int> inheritable_sockets() {
         if (n <= 0 || std::string(target, size_t(n)).rfind("socket:", 0) != 0)
             continue;
         int flags = fcntl(fd, F_GETFD);
-        if (flags >= 0 && !(flags & FD_CLOEXEC)) out.push_back(fd);
+        if (!only_inheritable || (flags >= 0 && !(flags & FD_CLOEXEC)))
+            out.push_back(fd);
     }
     return out;
 }
+std::vector<int> inheritable_sockets() { return sockets(true); }
 
 } // namespace
 
@@ -280,14 +282,27 @@ TEST_CASE("sockets libslirp opens for forwards are close-on-exec") {
     auto f = tcp(port, 80);
     uint32_t id = 0;
     REQUIRE(rknp_parent_add_forward(r.p, &f, &id, nullptr) == RKNP_OK);
-    // A client connects: libslirp accepts it on the stack thread.
+    // A client connects: libslirp accepts it on the stack thread (with
+    // accept(2), no SOCK_CLOEXEC, in 4.7.0).
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    size_t before = sockets(false).size(); // c included
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(port);
     REQUIRE(connect(c, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Wait for the accepted socket to exist, so the check below is about it.
+    for (int i = 0; i < 500 && sockets(false).size() <= before; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(sockets(false).size() > before);
     CHECK(inheritable_sockets().empty());
+    // What a child would see: exec a shell that counts its own sockets.
+    std::string inherited;
+    if (FILE *out = popen("ls -l /proc/$$/fd | grep -c socket: || true", "r")) {
+        char buf[32] = {};
+        if (fgets(buf, sizeof buf, out)) inherited = buf;
+        pclose(out);
+    }
+    CHECK(inherited == "0\n");
     close(c);
 }

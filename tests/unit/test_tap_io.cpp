@@ -1,0 +1,75 @@
+// Reading guest frames from the tap: a frame that fills the buffer is cut
+// and dropped (counted), an error of one frame drops that frame and keeps
+// the tap, only end of file or an error of the tap itself lets it go.
+#include <doctest/doctest.h>
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "datapath/tap_io.hpp"
+
+using namespace rknp;
+
+TEST_CASE("tap read results: per-frame errors keep the tap, tap errors let it go") {
+    CHECK(classify_tap_read(60, 0, 100) == TapRead::Frame);
+    CHECK(classify_tap_read(100, 0, 100) == TapRead::Truncated);
+    CHECK(classify_tap_read(-1, EINTR, 100) == TapRead::Retry);
+    CHECK(classify_tap_read(-1, EAGAIN, 100) == TapRead::Empty);
+    for (int e : {EINVAL, EFAULT, EMSGSIZE, ENOBUFS, ENOMEM})
+        CHECK(classify_tap_read(-1, e, 100) == TapRead::DropOne);
+    // The child's network namespace is gone (EBADFD), or the fd is bad.
+    for (int e : {EBADFD, EBADF, EIO, ENODEV, ENXIO})
+        CHECK(classify_tap_read(-1, e, 100) == TapRead::Gone);
+    CHECK(classify_tap_read(0, 0, 100) == TapRead::Gone);
+}
+
+TEST_CASE("a frame that fills the buffer is dropped and counted; the next one arrives") {
+    // A SOCK_SEQPACKET pair reads like a tap: one message per read, cut to
+    // the buffer.
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    Stats stats;
+    TapIo tap(stats);
+    tap.attach(UniqueFd(sv[0]), false);
+    std::vector<uint8_t> buf(100), big(150, 0xAA), small(60, 0x55);
+    REQUIRE(::write(sv[1], big.data(), big.size()) == 150);
+    REQUIRE(::write(sv[1], small.data(), small.size()) == 60);
+    size_t len = 0;
+    CHECK(tap.read_frame(buf, len) == TapRead::Truncated);
+    CHECK(stats.frames_truncated.load() == 1);
+    CHECK(stats.frames_dropped.load() == 1);
+    CHECK(tap.read_frame(buf, len) == TapRead::Frame);
+    CHECK(len == 60);
+    CHECK(buf[0] == 0x55);
+    CHECK(tap.read_frame(buf, len) == TapRead::Empty);
+    CHECK(tap.attached());
+    ::close(sv[1]);
+    CHECK(tap.read_frame(buf, len) == TapRead::Gone);
+    CHECK(errno == 0); // end of file
+}
+
+TEST_CASE("a frame the kernel cannot copy out (EFAULT) is dropped, the tap kept") {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    Stats stats;
+    TapIo tap(stats);
+    tap.attach(UniqueFd(sv[0]), false);
+    uint8_t frame[60] = {1};
+    REQUIRE(::write(sv[1], frame, sizeof frame) == 60);
+    long page = ::sysconf(_SC_PAGESIZE);
+    void *p = ::mmap(nullptr, size_t(page), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    size_t len = 0;
+    CHECK(tap.read_frame({static_cast<uint8_t *>(p), size_t(page)}, len) ==
+          TapRead::DropOne);
+    CHECK(errno == EFAULT);
+    CHECK(stats.frames_dropped.load() == 1);
+    CHECK(stats.frames_truncated.load() == 0);
+    CHECK(tap.attached());
+    ::munmap(p, size_t(page));
+    ::close(sv[1]);
+}
