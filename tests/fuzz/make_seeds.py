@@ -36,11 +36,12 @@ put("config", "bad-values", config(70000, (2, 0, 0, 0), 0, [
     "10.0.2.1/24", "a/b", "fd01::1", "300.1.1.1", "::g", "01:00:00:00:00:00"]))
 put("config", "ipv6-small-mtu", config(1000, (0, 1, 0, 0)))
 
-# ---- opaque: key index byte (1..11) or name, NUL, value, NUL
+# ---- opaque: key index byte (1..13) or name, NUL, value, NUL
 KEYS = {"rknp.socket": 1, "rknp.ifname": 2, "rknp.mtu": 3, "rknp.ip": 4,
         "rknp.prefix_len": 5, "rknp.gateway": 6, "rknp.ipv6": 7,
         "rknp.offload": 8, "rknp.timeout_ms": 9, "rknp.mac": 10,
-        "rknp.ipv6_address": 11}
+        "rknp.ipv6_address": 11, "rknp.parent_token": 12,
+        "rknp.child_token": 13}
 
 
 def opaque(pairs, by_index=True):
@@ -54,7 +55,9 @@ def opaque(pairs, by_index=True):
 BASE = [("rknp.socket", "/tmp/rknp-harness.abc/rknp.sock"), ("rknp.ifname", "tap0"),
         ("rknp.mtu", "65520"), ("rknp.ip", "10.0.2.100"), ("rknp.prefix_len", "24"),
         ("rknp.gateway", "10.0.2.2"), ("rknp.ipv6", "0"), ("rknp.offload", "1"),
-        ("rknp.timeout_ms", "10000")]
+        ("rknp.timeout_ms", "10000"),
+        ("rknp.parent_token", "00112233445566778899aabbccddeeff"),
+        ("rknp.child_token", "ffeeddccbbaa99887766554433221100")]
 put("opaque", "default", opaque(BASE))
 put("opaque", "default-names", opaque(BASE, by_index=False))
 put("opaque", "full", opaque(BASE + [("rknp.mac", "02:00:5e:00:53:07"),
@@ -62,10 +65,12 @@ put("opaque", "full", opaque(BASE + [("rknp.mac", "02:00:5e:00:53:07"),
                                      ("rknp.unknown", "x")]))
 put("opaque", "bad", opaque([(k, v + "x") for k, v in BASE]))
 
-# ---- handover: hello and reply messages
-hello = b"RKNH" + struct.pack("<HH", 1, 0) + b"tap0".ljust(16, b"\0")
+# ---- handover: greeting, hello and reply messages
+token = bytes(range(16))
+put("handover", "greeting", b"RKNG" + struct.pack("<HH", 2, 0) + token)
+hello = b"RKNH" + struct.pack("<HH", 2, 0) + b"tap0".ljust(16, b"\0") + token
 put("handover", "hello", hello)
-put("handover", "hello-long-name", hello[:8] + b"abcdefghijklmno\0")
+put("handover", "hello-long-name", hello[:8] + b"abcdefghijklmno\0" + token)
 put("handover", "reply-ok", b"RKNR" + struct.pack("<IH", 0, 0))
 msg = b"hand-over refused: peer pid 1 uid 0 is not the child"
 put("handover", "reply-error", b"RKNR" + struct.pack("<IH", 4, len(msg)) + msg)

@@ -20,6 +20,7 @@ const char *const kKeys[] = {
     "rknp.socket",  "rknp.ifname",     "rknp.mtu",        "rknp.ip",
     "rknp.prefix_len", "rknp.gateway", "rknp.ipv6",       "rknp.offload",
     "rknp.timeout_ms", "rknp.mac",     "rknp.ipv6_address",
+    "rknp.parent_token", "rknp.child_token",
 };
 
 std::string key_of(std::string k) {
