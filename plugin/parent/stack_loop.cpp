@@ -120,7 +120,8 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
         try {
             handover_.accept_one(now_ms());
         } catch (const Error &e) {
-            // A refused peer, or our own trouble (fds, memory): not a refusal.
+            // RKNP_ERR_SYSTEM is our own trouble (fds, memory), not a
+            // refused peer.
             if (e.code() != RKNP_ERR_SYSTEM) handover_refused(e.what());
             else cfg_.logger.error(e.what());
         } catch (const std::exception &e) {
