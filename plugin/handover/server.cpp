@@ -157,11 +157,14 @@ UniqueFd listen_socket(const std::string &state_dir, const std::string &name) {
     if (::fchmod(s.get(), 0600) < 0) throw_errno("hand-over: fchmod socket");
     if (::unlinkat(dir.get(), name.c_str(), 0) < 0 && errno != ENOENT)
         throw_errno("hand-over: remove stale " + state_dir + "/" + name);
-    // Bound through the checked directory's fd, so the socket lands in the
-    // directory that was checked even if the path changed since.
+    // Bound through the checked directory's fd where /proc is mounted, so
+    // the socket lands in the directory that was checked even if a path
+    // component changed since. Where it is not (rknp-slirp4netns's
+    // sandbox: a private mount namespace nobody else can change), by path.
     std::string via_fd =
         "/proc/self/fd/" + std::to_string(dir.get()) + "/" + name;
-    sockaddr_un addr = socket_address(via_fd);
+    sockaddr_un addr = socket_address(
+        ::access("/proc/self/fd", F_OK) == 0 ? via_fd : state_dir + "/" + name);
     if (::bind(s.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) < 0)
         throw_errno("hand-over: bind " + state_dir + "/" + name);
     if (::listen(s.get(), 8) < 0) throw_errno("hand-over: listen " + state_dir);
