@@ -239,11 +239,14 @@ RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg,
                                      rknp_parent **out, rknp_error **err);
 
 /**
- * Starts the stack: creates the hand-over socket "rknp.sock" in state_dir
- * (path must fit a unix socket address), starts the stack thread and
- * returns without waiting for the child. Only a process whose pid is
- * child_pid and whose uid is the caller's may hand over the tap; other
- * peers are refused and logged at RKNP_LOG_ERROR. Callable once per handle
+ * Starts the stack: creates the hand-over socket "rknp.sock" (mode 0600)
+ * in state_dir (path must fit a unix socket address), starts the stack
+ * thread and returns without waiting for the child. state_dir must be a
+ * directory (not a symlink) owned by the caller's euid that group and
+ * others cannot write to (RKNP_ERR_PERMISSION otherwise). Only a process
+ * whose pid is child_pid and whose uid is the caller's, and which knows the
+ * token in the opaque pairs, may hand over the tap; other peers are refused,
+ * logged at RKNP_LOG_ERROR and counted. Callable once per handle
  * (RKNP_ERR_STATE otherwise). Thread-safe with respect to other calls on the
  * same handle.
  */
