@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -35,6 +36,7 @@ constexpr int kAllGood = 42; // a child's "every check passed"
 // Runs fn in a forked child (its return value is the exit code; an
 // exception is 99) and returns the wait status.
 int in_child(const std::function<int()> &fn) {
+    std::fflush(nullptr); // or the child's exit may print buffered output again
     pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
