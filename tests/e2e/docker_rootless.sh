@@ -261,12 +261,16 @@ case_network() {
 }
 
 # stop_dockerd ROUTE (in the script's shell, whose child dockerd is):
-# SIGTERM through `timeout` to rootlesskit, which passes it on to dockerd;
-# the exit status goes to the route's exit-status file.
+# SIGTERM to rootlesskit's parent only, which passes it on to its child and
+# that to dockerd, as systemd's stop does. Not through `timeout`: it
+# signals its whole process group, and dockerd, signalled directly and
+# again by each rootlesskit process, counts three and quits "without
+# cleanup". The exit status goes to the route's exit-status file.
 stop_dockerd() {
-    local rc=0
+    local rc=0 rk
     route_env "$1"
-    kill -TERM "$R_PID" 2>/dev/null || true
+    rk=$(pgrep -P "$R_PID" | head -n1 || true)
+    kill -TERM "${rk:-$R_PID}" 2>/dev/null || true
     wait "$R_PID" || rc=$?
     echo "$rc" >"$R_DIR/exit-status"
 }
