@@ -165,7 +165,9 @@ dk() {
 # start_dockerd ROUTE: dockerd-rootless.sh as the test user in the
 # background (pid in R_PID), until the API answers and the image is
 # imported. The data root is the route's own, storage vfs (no overlay
-# needed), a config file of its own (nothing from the user's home).
+# needed), a config file of its own (nothing from the user's home), cgroupfs
+# (dockerd picks the systemd driver on cgroup v2 hosts running systemd,
+# which needs the user's systemd instance; the test has none).
 start_dockerd() {
     route_env "$1"
     mkdir -p "$R_DIR"/{home,run,data,tmp}
@@ -177,7 +179,7 @@ start_dockerd() {
         env -i HOME="$R_DIR/home" TMPDIR="$R_DIR/tmp" XDG_RUNTIME_DIR="$R_RUN"
         RKNP_TEST_RUN="$RKNP_TEST_RUN" "${R_ENV[@]}"
         sh "$DOCKERD_ROOTLESS" --data-root="$R_DIR/data" --storage-driver=vfs
-        --config-file="$R_DIR/daemon.json")
+        --config-file="$R_DIR/daemon.json" --exec-opt native.cgroupdriver=cgroupfs)
     "${ARGV[@]}" >"$SCRATCH/logs/dockerd.$1.log" 2>&1 &
     R_PID=$!
     local i
