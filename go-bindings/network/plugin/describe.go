@@ -23,15 +23,42 @@ const (
 	ExtraLibslirpVersion = "rknp.libslirp" // libslirp the library runs on
 )
 
-// Describe is one line naming a loaded library, e.g.
-// "/usr/local/lib/librknp.so.1: rknp 0.1.0 (libslirp 4.7.0), ABI 1.2".
-func Describe(lib *rknp.Library) string {
+// libslirpVersion is the libslirp version the library runs on: the
+// network's libslirp_version (ABI 1.3), else the "(libslirp X)" part of
+// the library's version string (older libraries).
+func libslirpVersion(lib *rknp.Library, n rknp.Network) string {
+	if n.LibslirpVersion != "" {
+		return n.LibslirpVersion
+	}
+	_, v := lib.Versions()
+	return v
+}
+
+// describe is one line naming a loaded library, e.g.
+// "/usr/local/lib/librknp.so.1: rknp 0.1.0 (libslirp 4.7.0), ABI 1.3".
+func describe(lib *rknp.Library, libslirp string) string {
 	major, minor := lib.ABIVersion()
 	path := lib.Path()
 	if path == "" {
 		path = "(linked)"
 	}
-	return fmt.Sprintf("%s: rknp %s, ABI %d.%d", path, lib.Version(), major, minor)
+	version, _ := lib.Versions()
+	if libslirp == "" {
+		libslirp = "unknown"
+	}
+	return fmt.Sprintf("%s: rknp %s (libslirp %s), ABI %d.%d", path, version, libslirp, major, minor)
+}
+
+// Describe is describe for a library not running a network (--version):
+// a parent with the default configuration, never started, tells the
+// libslirp version.
+func Describe(lib *rknp.Library) string {
+	var n rknp.Network
+	if p, err := lib.NewParent(rknp.Config{}); err == nil {
+		n, _ = p.Network()
+		p.Close()
+	}
+	return describe(lib, libslirpVersion(lib, n))
 }
 
 // WithPluginInfo wraps the port driver pd (any driver, nil for none) so
@@ -44,10 +71,10 @@ func WithPluginInfo(pd port.ParentDriver, nd network.ParentDriver) port.ParentDr
 	if pd == nil || !ok {
 		return pd
 	}
-	version, libslirp := d.lib.Versions()
+	version, _ := d.lib.Versions()
 	extra := map[string]string{ExtraPluginPath: d.lib.Path(), ExtraPluginVersion: version}
-	if libslirp != "" {
-		extra[ExtraLibslirpVersion] = libslirp
+	if v := libslirpVersion(d.lib, d.net); v != "" {
+		extra[ExtraLibslirpVersion] = v
 	}
 	return &pluginInfoPortDriver{ParentDriver: pd, extra: extra}
 }

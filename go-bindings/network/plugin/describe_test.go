@@ -50,8 +50,18 @@ func TestWithPluginInfo(t *testing.T) {
 	if WithPluginInfo(inner, nil) != port.ParentDriver(inner) {
 		t.Fatal("other network drivers must leave the port driver alone")
 	}
-	if s := Describe(d.(*parentDriver).lib); !regexp.MustCompile(`^.+: rknp [0-9.]+ \(libslirp [0-9.]+\), ABI 1\.[0-9]+$`).MatchString(s) {
+	pd := d.(*parentDriver)
+	if info.Extra[ExtraLibslirpVersion] != pd.net.LibslirpVersion {
+		t.Fatalf("libslirp %q, the ABI's network says %q", info.Extra[ExtraLibslirpVersion], pd.net.LibslirpVersion)
+	}
+	want := regexp.MustCompile(`^.+: rknp [0-9.]+ \(libslirp ` + regexp.QuoteMeta(pd.net.LibslirpVersion) + `\), ABI 1\.[0-9]+$`)
+	if s := Describe(pd.lib); !want.MatchString(s) {
 		t.Fatalf("Describe: %q", s)
+	}
+	// A library before ABI 1.3 has no libslirp_version: the version
+	// string's "(libslirp X)" is used.
+	if s := describe(pd.lib, libslirpVersion(pd.lib, rknp.Network{})); !want.MatchString(s) {
+		t.Fatalf("describe without the ABI field: %q", s)
 	}
 }
 

@@ -77,7 +77,8 @@ func (d *parentDriver) ConfigureNetwork(childPID int, stateDir, detachedNetNSPat
 	}
 	// Which plugin serves the network, at info level (the library's own
 	// start lines are debug output for rootlesskit).
-	logrus.WithField("driver", DriverName).Infof("network/plugin: started %s", Describe(d.lib))
+	logrus.WithField("driver", DriverName).Infof("network/plugin: started %s",
+		describe(d.lib, libslirpVersion(d.lib, d.net)))
 	msg := &messages.ParentInitNetworkDriverCompleted{
 		Dev:                 d.net.IfName,
 		IP:                  d.net.IP,
