@@ -7,6 +7,7 @@ PACKAGES=(
     iproute2 util-linux uidmap procps curl python3 iperf3 binutils
     slirp4netns passt valgrind clang-14 libclang-rt-14-dev
     rootlesskit nlohmann-json3-dev libseccomp-dev
+    docker.io busybox-static
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -17,3 +18,9 @@ command -v go >/dev/null || echo "warning: no go on PATH; Go parts will fail" >&
 [ ${#missing[@]} -eq 0 ] && exit 0
 apt-get update
 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+# docker.io and containerd are only for the rootless Docker test, which
+# starts its own unprivileged daemons: the system-wide root daemons that the
+# packages just enabled (where systemd runs) are stopped and disabled.
+if [[ " ${missing[*]} " == *" docker.io "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now docker.socket docker.service containerd.service || true
+fi

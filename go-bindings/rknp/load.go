@@ -159,3 +159,20 @@ func (l *Library) ABIVersion() (major, minor uint32) {
 func (l *Library) Version() string {
 	return C.GoString(C.rknp_go_library_version(l.api))
 }
+
+// Versions splits Version into the plugin's own version and the libslirp
+// version it runs on, e.g. ("0.1.0", "4.7.0"). A plugin whose version
+// string does not end in "(libslirp X)" reports it whole and libslirp "".
+func (l *Library) Versions() (plugin, libslirp string) {
+	return SplitVersion(l.Version())
+}
+
+// SplitVersion is Versions for a version string.
+func SplitVersion(v string) (plugin, libslirp string) {
+	const marker = " (libslirp "
+	i := strings.LastIndex(v, marker)
+	if i < 0 || !strings.HasSuffix(v, ")") || i+len(marker) >= len(v)-1 {
+		return v, ""
+	}
+	return v[:i], v[i+len(marker) : len(v)-1]
+}

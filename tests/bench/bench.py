@@ -21,7 +21,8 @@ import report
 import session
 import targets
 
-DRIVERS = ["plugin", "plugin-fast", "slirp4netns", "pasta", "gvisor-tap-vsock"]
+DRIVERS = ["plugin", "plugin-fast", "rknp-slirp4netns", "slirp4netns", "pasta",
+           "gvisor-tap-vsock"]
 REFS = ["loopback", "veth"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,6 +39,10 @@ def parse_args(argv):
                     help="driver or reference to run (repeatable)")
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
+    ap.add_argument("--stock-rootlesskit", default="/usr/bin/rootlesskit",
+                    help="stock rootlesskit running rknp-slirp4netns")
+    ap.add_argument("--s4n-binary", default=os.path.join(ROOT, "build/bin/rknp-slirp4netns"),
+                    help="passed as --slirp4netns-binary for rknp-slirp4netns")
     ap.add_argument("--harness", default=os.path.join(ROOT, "build/bin/rknp-harness"),
                     help="used for the plugin if rootlesskit lacks --net=plugin")
     ap.add_argument("--user", default=os.environ.get("RKNP_TEST_USER", "rknptest"))
@@ -87,12 +92,15 @@ def main(argv):
     if not rk:
         log("no rootlesskit at %s" % o.rootlesskit)
     harness = o.harness if os.access(o.harness, os.X_OK) else None
+    stock = o.stock_rootlesskit if os.access(o.stock_rootlesskit, os.X_OK) else None
+    s4n = o.s4n_binary if os.access(o.s4n_binary, os.X_OK) else None
     tgts = targets.make_targets(o.only or DRIVERS + REFS, rk, o.plugin_lib,
-                                harness, log)
+                                harness, log, stock, s4n)
     doc = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count()},
            "options": {"repeat": o.repeat, "duration": o.duration,
                        "quick": o.quick, "mtus": o.mtu, "rootlesskit": rk,
+                       "stock_rootlesskit": stock, "s4n_binary": s4n,
                        "plugin_via": next((type(t).__name__ for t in tgts
                                            if t.name == "plugin"), None)},
            "targets": [t.name for t in tgts], "samples": []}

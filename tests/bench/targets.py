@@ -12,10 +12,12 @@ PY = "/usr/bin/python3"
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
 GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2",
-           "slirp4netns": "10.0.2.2",
+           "slirp4netns": "10.0.2.2", "rknp-slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
 # Stack helper processes by driver (None: the stack is in rootlesskit itself).
 HELPERS = {"slirp4netns": ("slirp4netns",),
+           # comm is cut at 15 characters; exe is matched by basename too
+           "rknp-slirp4netns": ("rknp-slirp4netns", "rknp-slirp4netn"),
            "pasta": ("pasta", "passt", "pasta.avx2", "passt.avx2")}
 
 VETH_NS = ("rknpb-a", "rknpb-b")
@@ -61,6 +63,26 @@ class RootlesskitDriver(Target):
             net.append("--plugin-tcp=fast")
         return (["runuser", "-u", user, "--", self.rk] + net +
                 ["--mtu=%d" % mtu, "--"] + agent_argv)
+
+
+class StockRootlesskitCompat(Target):
+    """rknp-slirp4netns behind stock rootlesskit (Debian's): the route of
+    users who keep their rootlesskit, `--net=slirp4netns
+    --slirp4netns-binary=rknp-slirp4netns` (no sandbox or seccomp, as the
+    slirp4netns driver is run here)."""
+
+    def __init__(self, rootlesskit, binary):
+        super().__init__("rknp-slirp4netns")
+        self.rk = rootlesskit
+        self.binary = binary
+        self.dial = self.gateway = GATEWAY[self.name]
+        self.parent_name = "rootlesskit"
+        self.helpers = HELPERS[self.name]
+
+    def wrap(self, user, mtu, agent_argv):
+        return (["runuser", "-u", user, "--", self.rk, "--net=slirp4netns",
+                 "--slirp4netns-binary=" + self.binary, "--mtu=%d" % mtu, "--"]
+                + agent_argv)
 
 
 class HarnessPlugin(Target):
@@ -138,12 +160,19 @@ def supported_nets(rootlesskit):
     return set()
 
 
-def make_targets(names, rootlesskit, plugin_lib, harness, log):
+def make_targets(names, rootlesskit, plugin_lib, harness, log,
+                 stock_rootlesskit=None, s4n_binary=None):
     """Builds the Target list; logs and skips what this machine cannot run."""
     nets = supported_nets(rootlesskit) if rootlesskit else set()
     out = []
     for n in names:
-        if n == "loopback":
+        if n == "rknp-slirp4netns":
+            if stock_rootlesskit and s4n_binary:
+                out.append(StockRootlesskitCompat(stock_rootlesskit, s4n_binary))
+            else:
+                log("skipping %s: needs --stock-rootlesskit and --s4n-binary"
+                    " (found: %s, %s)" % (n, stock_rootlesskit, s4n_binary))
+        elif n == "loopback":
             out.append(Loopback())
         elif n == "veth":
             out.append(Veth())

@@ -303,8 +303,12 @@ port_case() {
     out=$(as_user curl -sS --max-time 5 --unix-socket "$ST/api.sock" http://rootlesskit/v1/info)
     echo "$out"
     expect "port driver $pd" "\"portDriver\":\{\"driver\":\"$pd\"" "$out"
+    if [ "$net" = plugin ]; then
+        expect "the plugin named in the port driver's extra" \
+            "\"extra\":\\{[^}]*\"rknp\\.plugin\":\"${LIB//./\\.}\",\"rknp\\.version\":\"[0-9.]+\"" "$out"
+    fi
     if [ "$pd" = plugin ]; then
-        expect "sourceIPPropagated reported" '"extra":\{"sourceIPPropagated":"false"\}' "$out"
+        expect "sourceIPPropagated reported" '"extra":\{[^}]*"sourceIPPropagated":"false"' "$out"
         expect "127.0.0.1 client seen as the gateway" "^tcp-peer 10\.0\.2\.2 " "$(cat "$RKLOG")"
         expect "netns client seen as itself" "^tcp-peer 198\.18\.0\.2 " "$(cat "$RKLOG")"
     fi

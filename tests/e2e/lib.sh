@@ -221,7 +221,7 @@ run_case() {
         return 0
     fi
     local note=""
-    [ "$drv" != plugin ] && note=" (reference driver: environment problem)"
+    [[ " ${E2E_RKNP_DRIVERS:-plugin} " != *" $drv "* ]] && note=" (reference driver: environment problem)"
     echo "FAIL $name [$drv] rc=$rc$note"
     tail -n 25 "$log" | sed 's/^/    | /'
     FAILURES=$((FAILURES + 1))

@@ -15,6 +15,9 @@ import (
 	"github.com/rootless-containers/rootlesskit/v3/pkg/version"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+
+	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
+	"github.com/rknp/rknp/go-bindings/rknp"
 )
 
 // Environment keys shared by parent and child. The undocumented ones must
@@ -48,6 +51,7 @@ func main() {
 	r := currentRole()
 	var debug bool
 	app := newApp(r, &debug)
+	cli.VersionPrinter = printVersion
 	if err := app.Run(os.Args); err != nil {
 		if debug {
 			fmt.Fprintf(os.Stderr, "[rootlesskit:%s] error: %+v\n", r, err)
@@ -127,4 +131,18 @@ func run(c *cli.Context, r role) error {
 		return err
 	}
 	return parent.Parent(opt)
+}
+
+// printVersion is upstream's first line, then the plugin --net=plugin
+// would load (--net-plugin or its default): path, rknp and libslirp
+// versions, ABI; or why it cannot be loaded.
+func printVersion(c *cli.Context) {
+	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
+	path := c.String("net-plugin")
+	lib, err := rknp.Open(path)
+	if err != nil {
+		fmt.Fprintf(c.App.Writer, "plugin: %s: not loadable: %v\n", path, err)
+		return
+	}
+	fmt.Fprintf(c.App.Writer, "plugin: %s\n", netplugin.Describe(lib))
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port/portutil"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+
+	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
 )
 
 // netFlags are the driver-independent network flags, validated once.
@@ -64,6 +66,9 @@ func parentOpt(c *cli.Context) (parent.Opt, error) {
 	if opt.PortDriver, err = newParentPortDriver(c, nf, opt.StateDir, opt.NetworkDriver); err != nil {
 		return opt, err
 	}
+	// With --net=plugin, `rootlessctl info` names the plugin (path and
+	// versions) in the port driver's extra details.
+	opt.PortDriver = netplugin.WithPluginInfo(opt.PortDriver, opt.NetworkDriver)
 	for _, s := range c.StringSlice("publish") {
 		spec, err := portutil.ParsePortSpec(s)
 		if err != nil {

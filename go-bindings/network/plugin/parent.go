@@ -9,6 +9,7 @@ import (
 	"github.com/rootless-containers/rootlesskit/v3/pkg/api"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/messages"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
+	"github.com/sirupsen/logrus"
 
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
@@ -74,6 +75,10 @@ func (d *parentDriver) ConfigureNetwork(childPID int, stateDir, detachedNetNSPat
 	if err := d.parent.Start(stateDir, childPID); err != nil {
 		return nil, d.close, err
 	}
+	// Which plugin serves the network, at info level (the library's own
+	// start lines are debug output for rootlesskit).
+	logrus.WithField("driver", DriverName).Infof("network/plugin: started %s",
+		describe(d.lib, libslirpVersion(d.lib, d.net)))
 	msg := &messages.ParentInitNetworkDriverCompleted{
 		Dev:                 d.net.IfName,
 		IP:                  d.net.IP,

@@ -1,0 +1,81 @@
+package plugin
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/rootless-containers/rootlesskit/v3/pkg/api"
+	"github.com/rootless-containers/rootlesskit/v3/pkg/port"
+
+	"github.com/rknp/rknp/go-bindings/rknp"
+)
+
+// fakePortDriver is a port driver with its own Info extras.
+type fakePortDriver struct{ port.ParentDriver }
+
+func (fakePortDriver) Info(context.Context) (*api.PortDriverInfo, error) {
+	return &api.PortDriverInfo{Driver: "builtin", Protos: []string{"tcp"},
+		Extra: map[string]string{"sourceIPTransparentBackend": "nft"}}, nil
+}
+
+func TestWithPluginInfo(t *testing.T) {
+	d, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.(*parentDriver).close()
+	inner := fakePortDriver{}
+	info, err := WithPluginInfo(inner, d).Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Driver != "builtin" || info.Extra["sourceIPTransparentBackend"] != "nft" {
+		t.Fatalf("the port driver's own info is lost: %+v", info)
+	}
+	if info.Extra[ExtraPluginPath] != pluginPath(t) {
+		t.Fatalf("%s = %q, want %q", ExtraPluginPath, info.Extra[ExtraPluginPath], pluginPath(t))
+	}
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(info.Extra[ExtraPluginVersion]) ||
+		!regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(info.Extra[ExtraLibslirpVersion]) {
+		t.Fatalf("versions %+v", info.Extra)
+	}
+	again, _ := inner.Info(context.Background())
+	if len(again.Extra) != 1 {
+		t.Fatalf("the port driver's map was changed: %+v", again.Extra)
+	}
+	if WithPluginInfo(nil, d) != nil {
+		t.Fatal("no port driver must stay none")
+	}
+	if WithPluginInfo(inner, nil) != port.ParentDriver(inner) {
+		t.Fatal("other network drivers must leave the port driver alone")
+	}
+	pd := d.(*parentDriver)
+	if info.Extra[ExtraLibslirpVersion] != pd.net.LibslirpVersion {
+		t.Fatalf("libslirp %q, the ABI's network says %q", info.Extra[ExtraLibslirpVersion], pd.net.LibslirpVersion)
+	}
+	want := regexp.MustCompile(`^.+: rknp [0-9.]+ \(libslirp ` + regexp.QuoteMeta(pd.net.LibslirpVersion) + `\), ABI 1\.[0-9]+$`)
+	if s := Describe(pd.lib); !want.MatchString(s) {
+		t.Fatalf("Describe: %q", s)
+	}
+	// A library before ABI 1.3 has no libslirp_version: the version
+	// string's "(libslirp X)" is used.
+	if s := describe(pd.lib, libslirpVersion(pd.lib, rknp.Network{})); !want.MatchString(s) {
+		t.Fatalf("describe without the ABI field: %q", s)
+	}
+}
+
+func TestSplitVersion(t *testing.T) {
+	for _, c := range []struct{ in, plugin, libslirp string }{
+		{"0.1.0 (libslirp 4.7.0)", "0.1.0", "4.7.0"},
+		{"1.2.3-rc1 (libslirp 4.8.0-dirty)", "1.2.3-rc1", "4.8.0-dirty"},
+		{"0.1.0", "0.1.0", ""},
+		{"0.1.0 (libslirp )", "0.1.0 (libslirp )", ""},
+		{"0.1.0 (libslirp 4.7.0", "0.1.0 (libslirp 4.7.0", ""},
+	} {
+		p, l := rknp.SplitVersion(c.in)
+		if p != c.plugin || l != c.libslirp {
+			t.Errorf("SplitVersion(%q) = %q, %q; want %q, %q", c.in, p, l, c.plugin, c.libslirp)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+#!/bin/bash
+# Rootless Docker on rknp, end to end: Debian's docker.io (20.10) started
+# with its own dockerd-rootless.sh as the unprivileged test user, once per
+# route a user can take:
+#   fork   DOCKERD_ROOTLESS_ROOTLESSKIT_NET=plugin; the script finds this
+#          repository's rootlesskit installed as `docker-rootlesskit` first
+#          on PATH and the plugin comes from --net-plugin in
+#          DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS;
+#   stock  Debian's rootlesskit 1.1.0 with NET=slirp4netns and
+#          DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS=--slirp4netns-binary=rknp-slirp4netns.
+# In each: a busybox image imported from Debian's busybox-static (nothing is
+# pulled), a container fetching a file from a test host behind a veth pair,
+# a container publishing a file to the host's 127.0.0.1 with `-p` (both
+# compared by sha256), the network that is really in use, then dockerd
+# stopped and nothing of it left (no process in its user namespace, none
+# carrying this run's marker, no state dir, the port closed).
+#
+#   sudo tests/e2e/docker_rootless.sh          # BUILD_DIR (default build/)
+#   DOCKER_ROUTES=stock sudo -E tests/e2e/docker_rootless.sh
+#
+# Needs $BUILD_DIR/bin/{rootlesskit,rootlessctl,rknp-slirp4netns} and
+# $BUILD_DIR/lib/librknp.so.1, docker.io, rootlesskit, busybox-static,
+# uidmap, iproute2, curl, python3 (tests/install-deps.sh). Traffic goes only
+# to loopback and to the network namespace this script creates. One
+# PASS/FAIL line per case and route; exits non-zero if any failed; bounded
+# by E2E_TIMEOUT seconds (default 300).
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+
+if [ -z "${_RKNP_DOCKER_INNER:-}" ]; then
+    exec env _RKNP_DOCKER_INNER=1 timeout -k 10 "${E2E_TIMEOUT:-300}" bash "$0" "$@"
+fi
+
+[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a veth pair)" >&2; exit 1; }
+DOCKERD_ROOTLESS=/usr/share/docker.io/contrib/dockerd-rootless.sh
+for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
+    "$DOCKERD_ROOTLESS" /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
+    /usr/bin/rootlesskit-docker-proxy /bin/busybox; do
+    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh; tests/lib/build.sh build_all)" >&2; exit 1; }
+done
+
+# shellcheck source=tests/e2e/lib.sh
+. "$E2E_DIR/lib.sh"
+E2E_RKNP_DRIVERS="fork stock" # both routes are rknp's: no reference driver
+
+NETNS_HOST=rknp-dk-host
+VETH_HOST=rknp-dk-h
+VETH_NS=rknp-dk-n
+TEST_HOST=198.18.77.2
+TEST_HOST_PORT=8080
+DOCKERD_TIMEOUT=150 # seconds a dockerd may live (the whole route)
+IMAGE=rknp-busybox:local
+# Debian's own programs only (/usr/local may hold other rootlesskits or
+# docker CLIs); the fork route puts its bin dir in front.
+SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+
+SCRATCH=$(mktemp -d /tmp/rknp-docker.XXXXXX)
+USERNS_FILE=$SCRATCH/userns-inodes # user namespaces of the dockerds started
+trap 'docker_cleanup; e2e_cleanup' EXIT
+trap 'exit 130' INT TERM
+chmod 0755 "$SCRATCH"
+mkdir -p "$SCRATCH"/{bin,fork-bin,lib,www,logs,image}
+# Copies (a rebuild during the run cannot change them). rknp-slirp4netns
+# finds the library through its $ORIGIN/../lib rpath; the rootlesskit
+# command gets it from --net-plugin. Installed under the name
+# dockerd-rootless.sh looks for first, as README.md's install step does.
+install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
+install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
+install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
+S4N=$SCRATCH/bin/rknp-slirp4netns
+LIB=$SCRATCH/lib/librknp.so.1
+
+setup_user
+head -c 2097152 /dev/urandom >"$SCRATCH/www/file"
+chmod -R a+rX "$SCRATCH/www"
+FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+
+# The image: Debian's static busybox with a symlink per applet, imported
+# into each dockerd (`docker import`, no registry).
+mkdir -p "$SCRATCH/image/rootfs/bin" "$SCRATCH/image/rootfs/tmp" "$SCRATCH/image/rootfs/etc"
+cp /bin/busybox "$SCRATCH/image/rootfs/bin/busybox"
+for a in $(/bin/busybox --list); do
+    [ "$a" = busybox ] || ln -s busybox "$SCRATCH/image/rootfs/bin/$a"
+done
+tar --numeric-owner --owner=0 --group=0 -C "$SCRATCH/image/rootfs" -cf "$SCRATCH/image/busybox.tar" .
+chmod -R a+rX "$SCRATCH/image"
+
+# The test host: a namespace behind a veth pair, serving the file.
+ip netns del "$NETNS_HOST" 2>/dev/null || true
+ip link del "$VETH_HOST" 2>/dev/null || true
+ip netns add "$NETNS_HOST"
+NETNS_CREATED=$NETNS_HOST
+ip link add "$VETH_HOST" type veth peer name "$VETH_NS"
+ip link set "$VETH_NS" netns "$NETNS_HOST"
+ip addr add 198.18.77.1/24 dev "$VETH_HOST"
+ip link set "$VETH_HOST" up
+ip -n "$NETNS_HOST" addr add "$TEST_HOST/24" dev "$VETH_NS"
+ip -n "$NETNS_HOST" link set "$VETH_NS" up
+ip -n "$NETNS_HOST" link set lo up
+start_http "$TEST_HOST" "$TEST_HOST_PORT" "$SCRATCH/www" "$NETNS_HOST"
+
+log "docker: $(/usr/sbin/dockerd --version); stock rootlesskit: $(/usr/bin/rootlesskit --version)"
+log "fork: $("$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB" | tr '\n' ' ')"
+log "rknp-slirp4netns: $("$S4N" --version | head -n1)"
+
+# userns_procs INODE...: "pid comm" of every process in one of these user
+# namespaces (containers carry no run marker; their namespace finds them).
+userns_procs() {
+    local p ns
+    for p in /proc/[0-9]*; do
+        ns=$(readlink "$p/ns/user" 2>/dev/null) || continue
+        for i in "$@"; do
+            [ "$ns" = "$i" ] && echo "${p#/proc/} $(cat "$p/comm" 2>/dev/null)"
+        done
+    done
+    return 0
+}
+
+# docker_cleanup: after an early exit, whatever a route left running.
+docker_cleanup() {
+    [ -s "$USERNS_FILE" ] || return 0
+    local left
+    # shellcheck disable=SC2046
+    left=$(userns_procs $(cat "$USERNS_FILE"))
+    [ -n "$left" ] || return 0
+    echo "# ending what rootless Docker left:" >&2
+    echo "$left" >&2
+    # shellcheck disable=SC2046
+    kill -9 $(cut -d' ' -f1 <<<"$left") 2>/dev/null || true
+}
+
+# route_env ROUTE: sets R_* (the route's directories) and R_ENV (the
+# variables dockerd-rootless.sh runs with).
+route_env() {
+    R_DIR=$SCRATCH/$1
+    R_RUN=$R_DIR/run # XDG_RUNTIME_DIR
+    R_SOCK=$R_RUN/docker.sock
+    case $1 in
+    fork)
+        R_ENV=(PATH="$SCRATCH/fork-bin:$SYS_PATH"
+            DOCKERD_ROOTLESS_ROOTLESSKIT_NET=plugin
+            DOCKERD_ROOTLESS_ROOTLESSKIT_MTU=65520
+            DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="--net-plugin=$LIB")
+        ;;
+    stock)
+        R_ENV=(PATH="$SYS_PATH"
+            DOCKERD_ROOTLESS_ROOTLESSKIT_NET=slirp4netns
+            DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="--slirp4netns-binary=$S4N")
+        ;;
+    esac
+}
+
+# dk ROUTE ARGS...: the docker CLI (Debian's) as the test user against the
+# route's dockerd.
+dk() {
+    route_env "$1"
+    shift
+    as_user env HOME="$R_DIR/home" DOCKER_HOST="unix://$R_SOCK" /usr/bin/docker "$@"
+}
+
+# start_dockerd ROUTE: dockerd-rootless.sh as the test user in the
+# background (pid in R_PID), until the API answers and the image is
+# imported. The data root is the route's own, storage vfs (no overlay
+# needed), a config file of its own (nothing from the user's home), cgroupfs
+# (dockerd picks the systemd driver on cgroup v2 hosts running systemd,
+# which needs the user's systemd instance; the test has none).
+start_dockerd() {
+    route_env "$1"
+    mkdir -p "$R_DIR"/{home,run,data,tmp}
+    echo '{}' >"$R_DIR/daemon.json"
+    chown -R "$E2E_USER" "$R_DIR"
+    chmod 0700 "$R_RUN"
+    local ARGV
+    ARGV=(timeout -k 5 "$DOCKERD_TIMEOUT" setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups
+        env -i HOME="$R_DIR/home" TMPDIR="$R_DIR/tmp" XDG_RUNTIME_DIR="$R_RUN"
+        RKNP_TEST_RUN="$RKNP_TEST_RUN" "${R_ENV[@]}"
+        sh "$DOCKERD_ROOTLESS" --data-root="$R_DIR/data" --storage-driver=vfs
+        --config-file="$R_DIR/daemon.json" --exec-opt native.cgroupdriver=cgroupfs)
+    "${ARGV[@]}" >"$SCRATCH/logs/dockerd.$1.log" 2>&1 &
+    R_PID=$!
+    local i
+    for i in $(seq 150); do
+        [ -S "$R_SOCK" ] && dk "$1" version >/dev/null 2>&1 && break
+        kill -0 "$R_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    if ! dk "$1" version >/dev/null 2>&1; then
+        echo "dockerd did not come up:"
+        tail -n 30 "$SCRATCH/logs/dockerd.$1.log"
+        return 1
+    fi
+    readlink "/proc/$(cat "$R_RUN/docker.pid")/ns/user" >>"$USERNS_FILE"
+    dk "$1" import "$SCRATCH/image/busybox.tar" "$IMAGE" >/dev/null
+    echo "ok dockerd up, $IMAGE imported"
+}
+
+# 1. A container fetches the file from the test host behind the veth pair:
+# container -> docker0 (NAT) -> tap0 -> rknp -> host socket -> veth.
+case_fetch_test_host() {
+    local out
+    out=$(dk "$1" run --rm --pull=never "$IMAGE" sh -c \
+        "wget -q -O - http://$TEST_HOST:$TEST_HOST_PORT/file | sha256sum")
+    expect "container fetched the file from $TEST_HOST" "^$FILE_SHA " "$out"
+}
+
+# 2. `docker run -p 127.0.0.1:PORT:80`: busybox httpd inside serves the file
+# to the host's 127.0.0.1 through rootlesskit's port driver.
+case_publish() {
+    local port sha="" i rc=0
+    port=$(free_port 127.0.0.1)
+    dk "$1" run -d --name web --pull=never -p "127.0.0.1:$port:80" \
+        -v "$SCRATCH/www:/www:ro" "$IMAGE" httpd -f -p 80 -h /www >/dev/null
+    for i in $(seq 50); do
+        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
+        [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    dk "$1" rm -f web >/dev/null || rc=1
+    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; return 1; }
+    echo "ok host fetched the file from the container through 127.0.0.1:$port"
+    [ "$rc" = 0 ] || { echo "docker rm -f failed"; return 1; }
+    echo "$port" >"$SCRATCH/$1/published-port"
+}
+
+# 3. The network in use is rknp's: the plugin in rootlesskit (its start log
+# line and `rootlessctl info`), or rknp-slirp4netns as rootlesskit's
+# network process.
+case_network() {
+    local state rk info
+    route_env "$1"
+    state=$(dirname "$(ls "$R_DIR"/tmp/rootlesskit*/api.sock)")
+    # Upstream's v3 client (build_all builds it): Debian's 1.1.0 predates
+    # the port driver's extra details and drops them.
+    info=$(as_user "$SCRATCH/bin/rootlessctl" --socket="$state/api.sock" info --json)
+    echo "$info"
+    if [ "$1" = fork ]; then
+        expect "rootlesskit found as docker-rootlesskit" "exec docker-rootlesskit --net=plugin --mtu=65520 " \
+            "$(cat "$SCRATCH/logs/dockerd.$1.log")"
+        expect "plugin start log: path and versions" \
+            "network/plugin: started ${LIB//./\\.}: rknp [0-9.]+ \(libslirp [0-9.]+\), ABI 1\.[0-9]+" \
+            "$(cat "$SCRATCH/logs/dockerd.$1.log")"
+        expect "rootlessctl info: plugin driver" '"driver": "plugin"' "$info"
+        expect "rootlessctl info: the plugin path" "\"rknp\\.plugin\": \"${LIB//./\\.}\"" "$info"
+        expect "rootlessctl info: rknp version" '"rknp\.version": "[0-9]+\.[0-9]+\.[0-9]+"' "$info"
+        expect "rootlessctl info: libslirp version" '"rknp\.libslirp": "[0-9]+\.[0-9]+\.[0-9]+"' "$info"
+        expect "--version names the plugin and its versions" \
+            "^plugin: ${LIB//./\\.}: rknp [0-9.]+ \(libslirp [0-9.]+\), ABI 1\.[0-9]+\$" \
+            "$(as_user "$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB")"
+    else
+        expect "rootlessctl info: slirp4netns driver" '"driver": "slirp4netns"' "$info"
+        rk=$(pgrep -P "$R_PID" | head -n1 || true)
+        local p found=""
+        for p in $(pgrep -P "${rk:-0}" || true); do
+            [ "$(readlink "/proc/$p/exe")" = "$S4N" ] && found=$p
+        done
+        [ -n "$found" ] || { echo "no rknp-slirp4netns under rootlesskit ${rk:-?}"; return 1; }
+        echo "ok rootlesskit's network process $found is $S4N: $(tr '\0' ' ' <"/proc/$found/cmdline")"
+    fi
+}
+
+# stop_dockerd ROUTE (in the script's shell, whose child dockerd is):
+# SIGTERM to rootlesskit's parent only, which passes it on to its child and
+# that to dockerd, as systemd's stop does. Not through `timeout`: it
+# signals its whole process group, and dockerd, signalled directly and
+# again by each rootlesskit process, counts three and quits "without
+# cleanup". The exit status goes to the route's exit-status file.
+stop_dockerd() {
+    local rc=0 rk
+    route_env "$1"
+    rk=$(pgrep -P "$R_PID" | head -n1 || true)
+    kill -TERM "${rk:-$R_PID}" 2>/dev/null || true
+    wait "$R_PID" || rc=$?
+    echo "$rc" >"$R_DIR/exit-status"
+}
+
+# 4. dockerd stopped: exit status 0 and nothing left: no process in its
+# user namespace (containers included), none carrying this run's marker,
+# rootlesskit's state dir gone, the published port closed.
+case_stop() {
+    local rc left ns
+    route_env "$1"
+    ns=$(tail -n1 "$USERNS_FILE")
+    rc=$(cat "$R_DIR/exit-status")
+    [ "$rc" = 0 ] || { echo "dockerd-rootless.sh exit status $rc, want 0"; tail -n 20 "$SCRATCH/logs/dockerd.$1.log"; return 1; }
+    echo "ok exit status 0"
+    local i
+    for i in $(seq 30); do
+        left=$(userns_procs "$ns")
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    [ -z "$left" ] || { echo "left in dockerd's user namespace $ns:"; echo "$left"; return 1; }
+    echo "ok no process left in $ns"
+    # The marker's processes but the test host's server.
+    left=$(run_leftovers) || true
+    left=$(grep -Ev "^(${BG_PIDS[*]// /|}) " <<<"$left" || true)
+    [ -z "$left" ] || { echo "left running:"; echo "$left"; return 1; }
+    echo "ok no process of this run left"
+    if ls -d "$R_DIR"/tmp/rootlesskit* 2>/dev/null; then
+        echo "rootlesskit's state dir left behind"; return 1
+    fi
+    echo "ok state dir removed"
+    if [ -s "$R_DIR/published-port" ]; then
+        local port
+        port=$(cat "$R_DIR/published-port")
+        if curl -s --max-time 2 -o /dev/null "http://127.0.0.1:$port/"; then
+            echo "127.0.0.1:$port still answers"; return 1
+        fi
+        echo "ok 127.0.0.1:$port closed"
+    fi
+}
+
+for r in ${DOCKER_ROUTES:-fork stock}; do
+    if ! start_dockerd "$r" >"$SCRATCH/logs/start.$r.log" 2>&1; then
+        echo "FAIL start [$r]"
+        sed 's/^/    | /' "$SCRATCH/logs/start.$r.log"
+        FAILURES=$((FAILURES + 1))
+        kill -TERM "$R_PID" 2>/dev/null || true
+        wait "$R_PID" 2>/dev/null || true
+        continue
+    fi
+    echo "PASS start [$r]"
+    PASSES=$((PASSES + 1))
+    for c in fetch_test_host publish network; do
+        run_case "$c" "$r" "case_$c"
+    done
+    stop_dockerd "$r"
+    run_case stop "$r" case_stop
+done
+
+stop_background
+check_leftovers
+echo "docker_rootless: $PASSES passed, $FAILURES failed in ${SECONDS}s"
+[ "$FAILURES" = 0 ]
