@@ -45,7 +45,10 @@ def call(path, payload):
             out += b
     except (ConnectionResetError, BrokenPipeError) as e:
         # The server closed with request bytes unread (e.g. too large).
-        out += f"<{type(e).__name__}>".encode()
+        # Whether the reset comes after its reply was read is a race: only
+        # a reset with no reply at all is part of the answer.
+        if not out:
+            out = f"<{type(e).__name__}>".encode()
     s.close()
     return out.decode(errors="replace")
 
