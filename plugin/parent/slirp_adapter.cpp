@@ -60,12 +60,17 @@ struct SlirpCallbacks {
     // notification need no bookkeeping. Every socket libslirp creates or
     // accepts (forwards) is registered here: rootlesskit's children must
     // not inherit it.
-    static void register_poll_fd(int fd, void *) noexcept {
+    // Registrations also tell GuestSockets which host sockets guest flows
+    // hold (see guest_sockets.hpp for when libslirp makes them).
+    static void register_poll_fd(int fd, void *o) noexcept {
         int flags = ::fcntl(fd, F_GETFD);
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        self(o).sockets_.on_register(fd);
     }
-    static void unregister_poll_fd(int, void *) {}
+    static void unregister_poll_fd(int fd, void *o) noexcept {
+        self(o).sockets_.on_unregister(fd);
+    }
     static void notify(void *) {}
     static int add_poll(int fd, int events, void *o) noexcept {
         try {
@@ -149,8 +154,10 @@ std::string libslirp_bug_warning(std::string_view version) {
 }
 
 SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
-                           Coalescer &coalescer, PollSet &polls)
-    : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls) {
+                           Coalescer &coalescer, PollSet &polls,
+                           GuestSockets &sockets)
+    : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls),
+      sockets_(sockets) {
     SlirpConfig sc{};
     sc.version = std::min(4, SLIRP_CONFIG_VERSION_MAX);
     sc.restricted = 0;

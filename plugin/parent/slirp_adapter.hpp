@@ -16,6 +16,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/tap_io.hpp"
 #include "parent/forwards.hpp"
+#include "parent/guest_sockets.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/timers.hpp"
 
@@ -29,9 +30,10 @@ std::string libslirp_bug_warning(std::string_view version);
 
 class SlirpAdapter {
 public:
-    // Creates the libslirp instance; throws Error.
+    // Creates the libslirp instance; throws Error. libslirp's socket
+    // registrations go to sockets (which must outlive this).
     SlirpAdapter(const ParentConfig &cfg, TapIo &tap, Coalescer &coalescer,
-                 PollSet &polls);
+                 PollSet &polls, GuestSockets &sockets);
     ~SlirpAdapter();
     SlirpAdapter(const SlirpAdapter &) = delete;
     SlirpAdapter &operator=(const SlirpAdapter &) = delete;
@@ -59,6 +61,7 @@ private:
     TapIo &tap_;
     Coalescer &coalescer_;
     PollSet &polls_;
+    GuestSockets &sockets_;
     Timers timers_;
     // libslirp binds every outbound socket through these pointers for its
     // whole life: members, destroyed after slirp_cleanup.

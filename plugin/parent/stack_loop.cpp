@@ -30,9 +30,11 @@ int64_t now_ms() {
     return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-// The fast path sees the virtual networks as libslirp has them.
+// The fast path sees the virtual networks as libslirp has them, and
+// shares max_flows with libslirp (its table has room for all of them).
 tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     tcp::FastPathConfig f;
+    f.max_flows = cfg.max_flows;
     f.net4 = cfg.cidr.network;
     f.mask4 = cfg.cidr.netmask();
     f.gateway4 = cfg.cidr.gateway();
@@ -58,10 +60,14 @@ StackLoop::StackLoop(const ParentConfig &cfg, UniqueFd listen_fd,
     : cfg_(cfg), listen_(std::move(listen_fd)), child_pid_(child_pid),
       wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
-      slirp_(cfg, tap_, coalescer_, polls_) {
+      limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
+              uint64_t(now_ms())),
+      slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()) {
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
     if (!cfg.tcp_fast_path) return;
-    fast_.emplace(fast_path_config(cfg));
+    tcp::FastPathConfig fc = fast_path_config(cfg);
+    fc.admit_flow = [this] { return admit_fast_flow(); };
+    fast_.emplace(std::move(fc));
     if (!fast_->enabled()) {
         cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
                          "TCP (Linux < 6.9); libslirp carries all TCP");
@@ -73,6 +79,29 @@ void StackLoop::flush_fast_path() {
     tcp::GuestFrames &out = fast_->frames();
     for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
     out.clear();
+}
+
+tcp::Admission StackLoop::admit_fast_flow() {
+    switch (limits_.admit(fast_->flows(), uint64_t(now_ms()))) {
+    case FlowLimits::Admit::Ok:
+        return tcp::Admission::Accept;
+    case FlowLimits::Admit::Full:
+        return tcp::Admission::Reset;
+    case FlowLimits::Admit::RateLimited:
+        break;
+    }
+    return tcp::Admission::Drop;
+}
+
+void StackLoop::publish_stats() {
+    size_t fast_flows = fast_ ? fast_->flows() : 0;
+    stats_.host_sockets.store(limits_.host_sockets(fast_flows),
+                              std::memory_order_relaxed);
+    if (!fast_) return;
+    const tcp::FastPathStats &f = fast_->stats();
+    stats_.tcp_fast_flows.store(fast_flows, std::memory_order_relaxed);
+    stats_.tcp_fast_retransmits.store(f.retransmits + f.fast_retransmits,
+                                      std::memory_order_relaxed);
 }
 
 void StackLoop::accept_handover() {
@@ -159,7 +188,14 @@ void StackLoop::input_frame(size_t n) {
     strip_urgent(frame); // also in reassembled datagrams
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
+    // A frame that would cost libslirp a host socket beyond the limits
+    // never reaches it (counted by FlowLimits, not as a dropped frame).
+    if (!limits_.begin_slirp_input(frame, cfg_.cidr,
+                                   fast_ ? fast_->flows() : 0,
+                                   uint64_t(now_ms())))
+        return;
     slirp_.input(frame);
+    limits_.end_slirp_input();
 }
 
 void StackLoop::run() {
@@ -202,6 +238,7 @@ void StackLoop::run() {
         }
         if (listen_ && (polls_.revents(listen_idx) & POLLIN)) accept_handover();
         coalescer_.flush();
+        publish_stats();
     }
 }
 

@@ -21,6 +21,7 @@
 #include "datapath/reassembly.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp_fastpath.hpp"
+#include "parent/flow_limits.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/task_queue.hpp"
@@ -47,6 +48,10 @@ private:
     void detach_tap(const std::string &why);
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
+    // The fast path's admission of a new flow (FlowLimits).
+    tcp::Admission admit_fast_flow();
+    // Gauges and the fast path's counters into Stats, once a round.
+    void publish_stats();
 
     const ParentConfig &cfg_;
     UniqueFd listen_;
@@ -61,6 +66,7 @@ private:
     PollSet polls_;
     std::vector<uint8_t> frame_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
+    FlowLimits limits_;  // before slirp_ and fast_, which point at it
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
     SlirpAdapter slirp_; // last: destroyed first, it points at the above
