@@ -95,12 +95,15 @@ NewFlow classify_new_flow(std::span<const uint8_t> f, const Ipv4Cidr &net) {
 
 FlowLimits::FlowLimits(uint32_t max_flows, uint32_t max_new_per_sec,
                        Stats &stats, uint64_t now_ms)
-    : max_flows_(std::max<uint32_t>(max_flows, 1)), stats_(stats),
+    : max_flows_(std::max<uint32_t>(max_flows, 1)),
+      max_lingering_(std::max<size_t>(max_flows_ / 2, 1)), stats_(stats),
       bucket_(max_new_per_sec, now_ms),
       sockets_(size_t(max_flows_) + kGuestSocketSlack) {}
 
-FlowLimits::Admit FlowLimits::admit(size_t fast_flows, uint64_t now_ms) {
-    if (host_sockets(fast_flows) >= max_flows_) {
+FlowLimits::Admit FlowLimits::admit(size_t fast_flows, uint64_t now_ms,
+                                     bool lingering) {
+    if (host_sockets(fast_flows) >= max_flows_ ||
+        (lingering && sockets_.lingering() >= max_lingering_)) {
         Stats::add(stats_.flows_refused, 1);
         return Admit::Full;
     }
@@ -118,7 +121,7 @@ bool FlowLimits::begin_slirp_input(std::span<const uint8_t> frame,
     // Sockets registered during any slirp_input are the guest's, candidate
     // or not: they are counted either way.
     if (nf.candidate && !sockets_.contains(nf.key) &&
-        admit(fast_flows, now_ms) != Admit::Ok)
+        admit(fast_flows, now_ms, nf.key.proto != IPPROTO_TCP) != Admit::Ok)
         return false;
     sockets_.begin_input(nf.key);
     return true;

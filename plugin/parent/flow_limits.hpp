@@ -8,6 +8,11 @@
 //   - the host sockets held for guest flows (libslirp's, tracked exactly by
 //     GuestSockets from its register/unregister callbacks, plus the fast
 //     path's flows) must be below max_flows, else flows_refused;
+//   - UDP and ICMP sockets (and any libslirp made for a frame not seen as
+//     a new flow) must be below half of max_flows, else flows_refused:
+//     the guest can end its TCP connections but not these, which only
+//     libslirp's idle timer closes (240 s), so a burst of UDP sources
+//     (a scan, a flood) must leave room for TCP for those four minutes;
 //   - a token must be left in the bucket of max_new_flows_per_sec, else
 //     flows_rate_limited.
 // Refused frames never reach libslirp. What the guest sees: the libslirp
@@ -69,9 +74,12 @@ public:
     GuestSockets &sockets() { return sockets_; }
     const GuestSockets &sockets() const { return sockets_; }
 
-    // One new guest flow, with fast_flows fast-path flows open: checks the
-    // cap, then takes a token; counts refusals in stats.
-    Admit admit(size_t fast_flows, uint64_t now_ms);
+    // One new guest flow (lingering: UDP/ICMP), with fast_flows fast-path
+    // flows open: checks the caps, then takes a token; counts refusals in
+    // stats.
+    Admit admit(size_t fast_flows, uint64_t now_ms, bool lingering = false);
+    // The most UDP/ICMP sockets: half of max_flows (at least 1).
+    size_t max_lingering() const { return max_lingering_; }
 
     // The libslirp path: whether the frame may go to slirp_input. When it
     // may, call end_slirp_input() after slirp_input returns.
@@ -87,6 +95,7 @@ public:
 
 private:
     uint32_t max_flows_;
+    size_t max_lingering_;
     Stats &stats_;
     TokenBucket bucket_;
     GuestSockets sockets_;

@@ -1,6 +1,7 @@
 // The fixed-size table of libslirp's guest sockets and its two indexes.
 #include "parent/guest_sockets.hpp"
 
+#include <netinet/in.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -105,6 +106,7 @@ void GuestSockets::erase_entry(uint32_t e) {
     if (entries_[e].key.proto != 0)
         index_erase(by_key_, e,
                     [this](const Entry &x) { return home_by_key(x.key); });
+    if (entries_[e].key.proto != IPPROTO_TCP) --lingering_;
     entries_[e] = Entry{};
     free_.push_back(e);
     --live_;
@@ -127,6 +129,7 @@ void GuestSockets::on_register(int fd) {
     // One key, one socket: a second socket for the same frame (ICMP's
     // fallback to UDP) is tracked without a key.
     if (key.proto != 0 && contains(key)) key = FlowKey{};
+    if (key.proto != IPPROTO_TCP) ++lingering_;
     entries_[e] = Entry{fd, key};
     index_insert(by_fd_, home_by_fd(fd), e);
     if (key.proto != 0) index_insert(by_key_, home_by_key(key), e);

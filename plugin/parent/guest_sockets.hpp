@@ -50,6 +50,9 @@ public:
     GuestSockets &operator=(const GuestSockets &) = delete;
 
     size_t size() const { return live_; }
+    // Of those, the ones that are not TCP (UDP, ICMP, unclassified): only
+    // libslirp's idle timer ends them, the guest cannot.
+    size_t lingering() const { return lingering_; }
     size_t capacity() const { return entries_.size(); }
     // Whether libslirp holds a socket for this keyed flow.
     bool contains(const FlowKey &k) const;
@@ -87,6 +90,7 @@ private:
     Index by_fd_, by_key_;
     size_t mask_ = 0;
     size_t live_ = 0;
+    size_t lingering_ = 0;
     uint64_t seed_ = 0;
     bool in_input_ = false;
     FlowKey input_key_;

@@ -23,6 +23,8 @@ constexpr int kTapBudget = 256;
 // vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
 constexpr size_t kFrameBuffer = 65536 + 1024;
 constexpr int kHelloTimeoutMs = 2000;
+// A flooding guest must not flood the log too.
+constexpr int64_t kRefusalLogMs = 10000;
 
 int64_t now_ms() {
     timespec ts{};
@@ -97,6 +99,26 @@ void StackLoop::publish_stats() {
     size_t fast_flows = fast_ ? fast_->flows() : 0;
     stats_.host_sockets.store(limits_.host_sockets(fast_flows),
                               std::memory_order_relaxed);
+    uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
+    uint64_t limited = stats_.flows_rate_limited.load(std::memory_order_relaxed);
+    if (refused + limited != logged_refused_ + logged_rate_limited_) {
+        int64_t now = now_ms();
+        if (logged_refused_ + logged_rate_limited_ == 0 ||
+            now - refusal_logged_ms_ >= kRefusalLogMs) {
+            cfg_.logger.warn(
+                "guest flows refused: " + std::to_string(refused - logged_refused_) +
+                " at max_flows " + std::to_string(limits_.max_flows()) + ", " +
+                std::to_string(limited - logged_rate_limited_) +
+                " over max_new_flows_per_sec " +
+                std::to_string(cfg_.max_new_flows_per_sec) + " (totals " +
+                std::to_string(refused) + ", " + std::to_string(limited) +
+                "; host sockets now " +
+                std::to_string(limits_.host_sockets(fast_flows)) + ")");
+            logged_refused_ = refused;
+            logged_rate_limited_ = limited;
+            refusal_logged_ms_ = now;
+        }
+    }
     if (!fast_) return;
     const tcp::FastPathStats &f = fast_->stats();
     stats_.tcp_fast_flows.store(fast_flows, std::memory_order_relaxed);

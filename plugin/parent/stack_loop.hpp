@@ -50,7 +50,8 @@ private:
     void flush_fast_path();
     // The fast path's admission of a new flow (FlowLimits).
     tcp::Admission admit_fast_flow();
-    // Gauges and the fast path's counters into Stats, once a round.
+    // Gauges and the fast path's counters into Stats, once a round; a
+    // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();
 
     const ParentConfig &cfg_;
@@ -67,6 +68,8 @@ private:
     std::vector<uint8_t> frame_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
     FlowLimits limits_;  // before slirp_ and fast_, which point at it
+    uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
+    int64_t refusal_logged_ms_ = 0;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
     SlirpAdapter slirp_; // last: destroyed first, it points at the above

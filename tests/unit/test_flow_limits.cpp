@@ -230,7 +230,7 @@ TEST_CASE("libslirp path: at max_flows N the N+1th SYN is refused and counted") 
     CHECK(rig.limits.sockets().size() == 0);
 }
 
-TEST_CASE("libslirp path: UDP sources at the cap, and the rate limit") {
+TEST_CASE("libslirp path: UDP sources take at most half, and the rate limit") {
     int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -239,8 +239,9 @@ TEST_CASE("libslirp path: UDP sources at the cap, and the rate limit") {
     socklen_t len = sizeof a;
     ::getsockname(u, reinterpret_cast<sockaddr *>(&a), &len);
     uint16_t port = ntohs(a.sin_port);
+    Listener l;
 
-    SlirpRig rig(4, 2); // burst of 2 new flows, then 2 a second
+    SlirpRig rig(8, 2); // UDP: 4 sockets; a burst of 2 new flows, 2 a second
     CHECK(rig.input(udp_frame(5000, port)));
     CHECK(rig.input(udp_frame(5001, port)));
     CHECK_FALSE(rig.input(udp_frame(5002, port))); // bucket empty
@@ -250,11 +251,20 @@ TEST_CASE("libslirp path: UDP sources at the cap, and the rate limit") {
     CHECK(rig.input(udp_frame(5002, port)));
     CHECK(rig.input(udp_frame(5003, port)));
     CHECK(rig.limits.sockets().size() == 4);
+    CHECK(rig.limits.sockets().lingering() == 4);
     rig.now += 1000;
-    CHECK_FALSE(rig.input(udp_frame(5004, port))); // at the cap
+    CHECK_FALSE(rig.input(udp_frame(5004, port))); // UDP's half is full
     CHECK(rig.stats.flows_refused.load() == 1);
     CHECK(rig.stats.flows_rate_limited.load() == 1);
     CHECK(rig.input(udp_frame(5003, port)));
+    // TCP still has the other half.
+    CHECK(rig.input(syn_frame(43000, l.port)));
+    CHECK(rig.limits.sockets().size() == 5);
+    CHECK(rig.limits.sockets().lingering() == 4);
+    CHECK(rig.stats.flows_refused.load() == 1);
+    rig.slirp.reset();
+    CHECK(rig.limits.sockets().size() == 0);
+    CHECK(rig.limits.sockets().lingering() == 0);
     ::close(u);
 }
 
