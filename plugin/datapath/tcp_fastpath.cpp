@@ -5,7 +5,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,25 +95,11 @@ Route classify(const FastPathConfig &cfg, const Segment &s) {
     return Route::Host;
 }
 
-namespace {
-
-// Every flow holds a host fd: leave half of RLIMIT_NOFILE to libslirp and
-// the rest of the process, so a guest opening connections in bulk gets
-// RSTs from us rather than starving everyone of descriptors.
-size_t flow_limit(size_t wanted) {
-    rlimit r{};
-    if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
-        wanted = std::min<size_t>(wanted, size_t(r.rlim_cur / 2));
-    return std::max<size_t>(wanted, 1);
-}
-
-} // namespace
-
 FastPath::FastPath(FastPathConfig cfg)
     : cfg_(std::move(cfg)), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
                                  std::max<size_t>(cfg_.batch_control_frames, 4)),
-      timers_(flow_limit(cfg_.max_flows)) {
-    const size_t n = flow_limit(cfg_.max_flows);
+      timers_(std::max<size_t>(cfg_.max_flows, 1)) {
+    const size_t n = std::max<size_t>(cfg_.max_flows, 1);
     ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
     if (!ep_) throw_errno("fast path: epoll_create1");
     wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -273,7 +258,12 @@ void FastPath::open_flow(const Segment &s, Route r) {
         reply_rst(s);
         return;
     }
-    if (free_.empty()) {
+    Admission a = cfg_.admit_flow ? cfg_.admit_flow() : Admission::Accept;
+    if (a == Admission::Drop) {
+        ++stats_.flows_refused;
+        return;
+    }
+    if (a == Admission::Reset || free_.empty()) {
         ++stats_.flows_refused;
         reply_rst(s);
         return;

@@ -34,6 +34,14 @@ namespace rknp::tcp {
 
 enum class Verdict { NotMine, Consumed };
 
+// What becomes of a guest SYN that would open a new flow (the parent's
+// max_flows and max_new_flows_per_sec, FlowLimits).
+enum class Admission {
+    Accept,
+    Reset, // at the cap: RST, the guest's connect fails at once
+    Drop,  // rate-limited: silence, the guest retransmits
+};
+
 struct FastPathConfig {
     // The virtual networks as libslirp has them (IPv4 in host byte order).
     // Destinations inside them other than the gateway stay libslirp's.
@@ -49,7 +57,12 @@ struct FastPathConfig {
     std::optional<uint32_t> outbound_addr; // host byte order
     std::optional<in6_addr> outbound_addr6;
     uint32_t mtu = 65520;
-    size_t max_flows = 16384; // capped at half of RLIMIT_NOFILE
+    // Slots of the flow table; the parent passes its effective max_flows
+    // (already lowered for RLIMIT_NOFILE) and enforces the cap it shares
+    // with libslirp through admit_flow.
+    size_t max_flows = 16384;
+    // Asked before every new flow; empty: always Accept.
+    std::function<Admission()> admit_flow;
     size_t batch_data_frames = 32;    // 64 KiB of payload memory each
     size_t batch_control_frames = 32;
     // For tests: a millisecond clock instead of CLOCK_MONOTONIC, and a

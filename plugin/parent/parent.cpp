@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <slirp/libslirp.h>
@@ -44,6 +45,15 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     if (state_dir.empty() || state_dir[0] != '/')
         throw_invalid("invalid state_dir \"" + state_dir +
                       "\": must be an absolute path");
+    // Guest flows hold host fds: a quarter of the fd limit (as it is now:
+    // Go raises the soft limit to the hard one at start) stays free for
+    // rootlesskit's API socket, port driver and children.
+    rlimit nofile{};
+    uint64_t soft = 0;
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+        soft = nofile.rlim_cur;
+    uint32_t configured = cfg_.max_flows;
+    cfg_.max_flows = effective_max_flows(configured, soft);
     std::string path = state_dir + "/rknp.sock";
     handover::Tokens tokens = handover::random_tokens();
     handover::Server server(handover::listen_socket(state_dir, "rknp.sock"),
@@ -102,6 +112,12 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     opaque_ = ChildSetup::make(cfg_, path, tokens).encode();
     state_ = State::Running;
     started_.store(true);
+    cfg_.logger.info("guest flows: at most " + std::to_string(cfg_.max_flows) +
+                     " host sockets (configured " + std::to_string(configured) +
+                     ", RLIMIT_NOFILE " +
+                     (soft != 0 ? std::to_string(soft) : std::string("unlimited")) +
+                     "), " + std::to_string(cfg_.max_new_flows_per_sec) +
+                     " new flows per second");
     cfg_.logger.info(std::string("stack started (libslirp ") +
                      slirp_version_string() + "), waiting for the tap on " +
                      path);

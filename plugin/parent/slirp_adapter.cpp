@@ -77,12 +77,17 @@ struct SlirpCallbacks {
     // notification need no bookkeeping. Every socket libslirp creates or
     // accepts (forwards: accept(2) without SOCK_CLOEXEC in 4.7.0) is
     // registered here: rootlesskit's children must not inherit it.
-    static void register_poll_fd(int fd, void *) noexcept {
+    // Registrations also tell GuestSockets which host sockets guest flows
+    // hold (see guest_sockets.hpp for when libslirp makes them).
+    static void register_poll_fd(int fd, void *o) noexcept {
         int flags = ::fcntl(fd, F_GETFD);
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        self(o).sockets_.on_register(fd);
     }
-    static void unregister_poll_fd(int, void *) noexcept {}
+    static void unregister_poll_fd(int fd, void *o) noexcept {
+        self(o).sockets_.on_unregister(fd);
+    }
     static void notify(void *) noexcept {}
     static int add_poll(int fd, int events, void *o) noexcept {
         // -1: not polled this round; revents(-1) is 0.
@@ -178,8 +183,10 @@ std::string libslirp_bug_warning(std::string_view version) {
 }
 
 SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
-                           Coalescer &coalescer, PollSet &polls)
-    : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls) {
+                           Coalescer &coalescer, PollSet &polls,
+                           GuestSockets &sockets)
+    : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls),
+      sockets_(sockets) {
     if (libslirp_has_reass_loop(slirp_version_string()))
         wrap_guard_ = std::make_unique<ReassWrapGuard>();
     SlirpConfig sc{};

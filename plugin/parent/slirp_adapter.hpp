@@ -19,6 +19,7 @@
 #include "datapath/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
 #include "parent/forwards.hpp"
+#include "parent/guest_sockets.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/timers.hpp"
 
@@ -34,9 +35,10 @@ bool libslirp_has_reass_loop(std::string_view version);
 
 class SlirpAdapter {
 public:
-    // Creates the libslirp instance; throws Error.
+    // Creates the libslirp instance; throws Error. libslirp's socket
+    // registrations go to sockets (which must outlive this).
     SlirpAdapter(const ParentConfig &cfg, TapIo &tap, Coalescer &coalescer,
-                 PollSet &polls);
+                 PollSet &polls, GuestSockets &sockets);
     ~SlirpAdapter();
     SlirpAdapter(const SlirpAdapter &) = delete;
     SlirpAdapter &operator=(const SlirpAdapter &) = delete;
@@ -64,6 +66,7 @@ private:
     TapIo &tap_;
     Coalescer &coalescer_;
     PollSet &polls_;
+    GuestSockets &sockets_;
     Timers timers_;
     // libslirp binds every outbound socket through these pointers for its
     // whole life: members, destroyed after slirp_cleanup.

@@ -22,15 +22,20 @@ namespace {
 constexpr int kTapBudget = 256;
 // vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
 constexpr size_t kFrameBuffer = 65536 + 1024;
+// A flooding guest must not flood the log too.
+constexpr int64_t kRefusalLogMs = 10000;
+
 int64_t now_ms() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-// The fast path sees the virtual networks as libslirp has them.
+// The fast path sees the virtual networks as libslirp has them, and
+// shares max_flows with libslirp (its table has room for all of them).
 tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     tcp::FastPathConfig f;
+    f.max_flows = cfg.max_flows;
     f.net4 = cfg.cidr.network;
     f.mask4 = cfg.cidr.netmask();
     f.gateway4 = cfg.cidr.gateway();
@@ -54,10 +59,14 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
                      TaskQueue &tasks)
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
-      slirp_(cfg, tap_, coalescer_, polls_) {
+      limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
+              uint64_t(now_ms())),
+      slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()) {
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
     if (!cfg.tcp_fast_path) return;
-    fast_.emplace(fast_path_config(cfg));
+    tcp::FastPathConfig fc = fast_path_config(cfg);
+    fc.admit_flow = [this] { return admit_fast_flow(); };
+    fast_.emplace(std::move(fc));
     if (!fast_->enabled()) {
         cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
                          "TCP (Linux < 6.9); libslirp carries all TCP");
@@ -69,6 +78,49 @@ void StackLoop::flush_fast_path() {
     tcp::GuestFrames &out = fast_->frames();
     for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
     out.clear();
+}
+
+tcp::Admission StackLoop::admit_fast_flow() {
+    switch (limits_.admit(fast_->flows(), uint64_t(now_ms()))) {
+    case FlowLimits::Admit::Ok:
+        return tcp::Admission::Accept;
+    case FlowLimits::Admit::Full:
+        return tcp::Admission::Reset;
+    case FlowLimits::Admit::RateLimited:
+        break;
+    }
+    return tcp::Admission::Drop;
+}
+
+void StackLoop::publish_stats() {
+    size_t fast_flows = fast_ ? fast_->flows() : 0;
+    stats_.host_sockets.store(limits_.host_sockets(fast_flows),
+                              std::memory_order_relaxed);
+    uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
+    uint64_t limited = stats_.flows_rate_limited.load(std::memory_order_relaxed);
+    if (refused + limited != logged_refused_ + logged_rate_limited_) {
+        int64_t now = now_ms();
+        if (logged_refused_ + logged_rate_limited_ == 0 ||
+            now - refusal_logged_ms_ >= kRefusalLogMs) {
+            cfg_.logger.warn(
+                "guest flows refused: " + std::to_string(refused - logged_refused_) +
+                " at max_flows " + std::to_string(limits_.max_flows()) + ", " +
+                std::to_string(limited - logged_rate_limited_) +
+                " over max_new_flows_per_sec " +
+                std::to_string(cfg_.max_new_flows_per_sec) + " (totals " +
+                std::to_string(refused) + ", " + std::to_string(limited) +
+                "; host sockets now " +
+                std::to_string(limits_.host_sockets(fast_flows)) + ")");
+            logged_refused_ = refused;
+            logged_rate_limited_ = limited;
+            refusal_logged_ms_ = now;
+        }
+    }
+    if (!fast_) return;
+    const tcp::FastPathStats &f = fast_->stats();
+    stats_.tcp_fast_flows.store(fast_flows, std::memory_order_relaxed);
+    stats_.tcp_fast_retransmits.store(f.retransmits + f.fast_retransmits,
+                                      std::memory_order_relaxed);
 }
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
@@ -188,7 +240,14 @@ void StackLoop::input_frame(size_t n) {
     strip_urgent(frame); // also in reassembled datagrams
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
+    // A frame that would cost libslirp a host socket beyond the limits
+    // never reaches it (counted by FlowLimits, not as a dropped frame).
+    if (!limits_.begin_slirp_input(frame, cfg_.cidr,
+                                   fast_ ? fast_->flows() : 0,
+                                   uint64_t(now_ms())))
+        return;
     slirp_.input(frame);
+    limits_.end_slirp_input();
 }
 
 void StackLoop::run() {
@@ -234,6 +293,7 @@ void StackLoop::run() {
         }
         serve_handover(handover_polls);
         coalescer_.flush();
+        publish_stats();
     }
 }
 

@@ -22,6 +22,7 @@
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp_fastpath.hpp"
 #include "handover/server.hpp"
+#include "parent/flow_limits.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/task_queue.hpp"
@@ -56,6 +57,11 @@ private:
     void detach_tap(const std::string &why);
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
+    // The fast path's admission of a new flow (FlowLimits).
+    tcp::Admission admit_fast_flow();
+    // Gauges and the fast path's counters into Stats, once a round; a
+    // warning when flows were refused (at most every kRefusalLogMs).
+    void publish_stats();
 
     const ParentConfig &cfg_;
     handover::Server handover_;
@@ -69,6 +75,9 @@ private:
     PollSet polls_;
     std::vector<uint8_t> frame_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
+    FlowLimits limits_;  // before slirp_ and fast_, which point at it
+    uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
+    int64_t refusal_logged_ms_ = 0;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
     SlirpAdapter slirp_; // last: destroyed first, it points at the above

@@ -12,6 +12,7 @@
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
+ *   --max-flows N  --max-new-flows-per-sec N   (rknp_config, ABI 1.3)
  *   --stats               print counters to stderr when the command exits
  */
 #define _GNU_SOURCE
@@ -71,6 +72,9 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--outbound-addr") == 0) cfg.outbound_addr = v;
         else if (strcmp(a, "--outbound-addr6") == 0) cfg.outbound_addr6 = v;
         else if (strcmp(a, "--detach-netns") == 0) netns = v;
+        else if (strcmp(a, "--max-flows") == 0) cfg.max_flows = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--max-new-flows-per-sec") == 0)
+            cfg.max_new_flows_per_sec = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--forward") == 0 && nforwards < 16) forwards[nforwards++] = argv[i];
         else if (strcmp(a, "--log") == 0) {
             log_file = fopen(v, "a");
@@ -131,13 +135,19 @@ int main(int argc, char **argv) {
         s.struct_size = sizeof s;
         if (rknp_parent_stats(parent, &s, NULL) == RKNP_OK)
             fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu "
-                            "refused=%llu merged=%llu superseded=%llu\n",
+                            "refused=%llu merged=%llu superseded=%llu "
+                            "flows_refused=%llu flows_rate_limited=%llu "
+                            "host_sockets=%llu tcp_fast_flows=%llu\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
                     (unsigned long long)s.handovers_refused,
                     (unsigned long long)s.segments_merged,
-                    (unsigned long long)s.acks_superseded);
+                    (unsigned long long)s.acks_superseded,
+                    (unsigned long long)s.flows_refused,
+                    (unsigned long long)s.flows_rate_limited,
+                    (unsigned long long)s.host_sockets,
+                    (unsigned long long)s.tcp_fast_flows);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);

@@ -272,6 +272,37 @@ spoof_case() {
 }
 check "datagrams with forged source addresses are dropped and counted" spoof_case
 
+# rknp_config.max_flows through the ABI: with max_flows 8, UDP sources get
+# half (4), so of 10 sources 4 reach the host and 6 are refused; then 4 TCP
+# connections fill the cap and the 5th connect fails (dropped SYN on the
+# libslirp path: a timeout; RST on the fast path). rknp_stats counts the
+# refusals and the host sockets still held (the UDP ones live 240 s).
+max_flows_case() {
+    : >"$SCRATCH/sink.log"
+    run --max-flows 8 --stats -- sh -c "
+        python3 '$TESTS_LIB/spoof_udp.py' 10.0.2.100 10.0.2.2 $SINK_PORT 10 capped &&
+        python3 -c '
+import socket, sys
+held = [socket.create_connection((\"10.0.2.2\", $PORT), 5) for _ in range(4)]
+try:
+    socket.create_connection((\"10.0.2.2\", $PORT), 2)
+    print(\"fifth connection opened\")
+    sys.exit(1)
+except OSError as e:
+    print(\"fifth connection refused:\", e)
+'" 2>"$SCRATCH/max_flows.err" || { cat "$SCRATCH/max_flows.err"; return 1; }
+    local got
+    sleep 0.5
+    got=$(grep -c '^capped ' "$SCRATCH/sink.log" || true)
+    [ "$got" = 4 ] || { echo "$got of 10 UDP sources reached the host, want 4"; return 1; }
+    grep -Eq "flows_refused=([7-9]|[1-9][0-9]+) " "$SCRATCH/max_flows.err" ||
+        { echo "refusals not counted (want 6 UDP + at least 1 SYN)"; cat "$SCRATCH/max_flows.err"; return 1; }
+    grep -Eq "host_sockets=[4-8] " "$SCRATCH/max_flows.err" ||
+        { echo "host_sockets is not between the 4 UDP sockets libslirp still holds and the cap"; cat "$SCRATCH/max_flows.err"; return 1; }
+    grep -h "stats:" "$SCRATCH/max_flows.err"
+}
+check "max_flows caps guest UDP sources and TCP connections, counted in rknp_stats" max_flows_case
+
 # The echo server starts here, not inside check's command substitution
 # (which would wait for it to close its output).
 UDP_PORT=$(free_port)

@@ -15,6 +15,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
+#include "parent/guest_sockets.hpp"
 #include "parent/poll_set.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "tcp_sim_guest.hpp"
@@ -123,7 +124,8 @@ int upload_child(int tap_fd, int guest_fd) {
     tap.attach(UniqueFd(tap_fd), false);
     Coalescer coalescer(tap, stats);
     PollSet polls;
-    SlirpAdapter slirp(cfg, tap, coalescer, polls);
+    GuestSockets sockets(64);
+    SlirpAdapter slirp(cfg, tap, coalescer, polls, sockets);
     auto pump = [&](int rounds) {
         for (int i = 0; i < rounds; ++i) {
             polls.clear();

@@ -65,6 +65,8 @@ func appFlags(debug *bool) []cli.Flag {
 		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
 		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice"),
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
+		&cli.IntFlag{Name: "plugin-max-flows", Category: catPlugin, Usage: "most guest flows (TCP, UDP sources, pings) holding a host socket at once for --net=plugin; more are refused (default: 16384, lowered so a quarter of the fd limit stays free)"},
+		&cli.IntFlag{Name: "plugin-max-new-flows-per-sec", Category: catPlugin, Usage: "new guest flows a second (bursts of as many) for --net=plugin; more are refused (default: 20000)"},
 
 		str("pasta-binary", catPasta, "pasta", "path of pasta binary for --net=pasta"),
 		str("pesto-binary", catPasta, "pesto", "path of pesto binary for --port-driver=pesto"),

@@ -128,6 +128,8 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 		OutboundAddr:        c.String("plugin-outbound-addr"),
 		OutboundAddr6:       c.String("plugin-outbound-addr6"),
 		MACAddress:          c.String("plugin-mac-address"),
+		MaxFlows:            c.Int("plugin-max-flows"),
+		MaxNewFlowsPerSec:   c.Int("plugin-max-new-flows-per-sec"),
 	}
 	if nf.cidr != nil {
 		cfg.CIDR = nf.cidr.String()
