@@ -327,7 +327,7 @@ put("tcp", "out-of-order", tcfg() + connect(0) +
     ack(0, ack=(ACK_ISS, 0)) + ack(0, ack=(ACK_ISS, 0)) + ack(0, ack=(ACK_ISS, 0)) +
     ack(0, ack=(ACK_ISS, 3000)) + clock(1500) + ack(0) + host(0, "read"))
 put("tcp", "zero-window", tcfg(0x08) + connect(1, mss=536, ws=0) +
-    b"".join(seg(1, ACK_, data=20000) for _ in range(6)) +
+    b"".join(seg(1, ACK_, data=30000) for _ in range(8)) +
     host(0, "write", 60000) + TPOLL + ack(1, window=0) + clock(1000) + clock(3000) +
     ack(1, window=0) + clock(8000) + host(0, "read") + host(0, "read") + TPOLL +
     clock(300) + ack(1) + seg(1, ACK_, seq=(SEQ_ACKED, 0), data=20000) + TPOLL)

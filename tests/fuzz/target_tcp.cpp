@@ -54,7 +54,8 @@
 //   3 poll_events().
 // Host side: 127.0.0.1 and ::1 ports 8080 and 8081 accept every
 // connection (8081 with a small receive buffer, so windows fill when its
-// peers stop reading); 8082 is closed (connection refused).
+// peers stop reading); 8082 is closed (connection refused). TCP send
+// buffers in the namespace are capped at 128 KiB (tcp_wmem).
 #include <dirent.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -547,10 +548,21 @@ private:
     Bytes payload_;
 };
 
+// TCP send buffers in the private namespace: at most 128 KiB instead of
+// 4 MiB, so a host peer that stops reading fills the fast path's socket
+// within a few guest segments (partial sends, shrinking windows, window
+// updates) rather than after more data than an input can describe.
+void small_send_buffers() {
+    FILE *f = std::fopen("/proc/sys/net/ipv4/tcp_wmem", "w");
+    if (f == nullptr || std::fputs("4096 16384 131072", f) < 0 || std::fclose(f) != 0)
+        fuzz::fail("cannot set tcp_wmem in the private namespace");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     fuzz::isolate_network();
+    small_send_buffers();
     listeners[0] = listen_on(false, 8080, false);
     listeners[1] = listen_on(false, 8081, true);
     listeners[2] = listen_on(true, 8080, false);
