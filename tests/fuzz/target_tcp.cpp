@@ -343,6 +343,27 @@ public:
 
     // Destroys the FastPath (closing its sockets), then the host side.
     void finish() {
+        if (trace_) {
+            const FastPathStats &st = fp_->stats();
+            std::fprintf(stderr,
+                         "stats opened %llu closed %llu refused %llu connect_failed %llu "
+                         "rst_from_guest %llu rst_to_guest %llu retransmits %llu "
+                         "fast_retransmits %llu timeouts %llu dropped %llu malformed %llu "
+                         "partial %llu lost %llu to_host %llu to_guest %llu\n",
+                         (unsigned long long)st.flows_opened, (unsigned long long)st.flows_closed,
+                         (unsigned long long)st.flows_refused,
+                         (unsigned long long)st.connect_failed,
+                         (unsigned long long)st.resets_from_guest,
+                         (unsigned long long)st.resets_to_guest,
+                         (unsigned long long)st.retransmits,
+                         (unsigned long long)st.fast_retransmits,
+                         (unsigned long long)st.timeouts,
+                         (unsigned long long)st.segments_dropped,
+                         (unsigned long long)st.malformed, (unsigned long long)st.partial_sends,
+                         (unsigned long long)st.frames_lost,
+                         (unsigned long long)st.bytes_to_host,
+                         (unsigned long long)st.bytes_to_guest);
+        }
         fp_.reset();
         host_.close_all();
     }
