@@ -45,11 +45,12 @@
 //     [options: u8 bits (1 MSS u16, 2 WS u8, 4 SACK-permitted,
 //     bits 4-6 count of raw option bytes that follow)]; [u16 payload
 //     length]; [mangle: u8 field, u8 value: a header byte other than
-//     addresses, ports, sequence number and header lengths, or the frame
-//     truncated / padded];
+//     addresses, ports, sequence number, IHL and data offset (an IP
+//     length may cut the payload or make the frame malformed), or the
+//     frame truncated / padded];
 //   1 host action on accepted connection op >> 2 (mod their number): u8
 //     action (read / write / echo what was read / shutdown(SHUT_WR) /
-//     close / close with RST), u16 amount;
+//     close / close with RST), u16 amount - 1;
 //   2 clock: u16 ms (x64 if op & 4), then run_timers() unless op & 8;
 //   3 poll_events().
 // Host side: 127.0.0.1 and ::1 ports 8080 and 8081 accept every
