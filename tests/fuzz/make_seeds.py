@@ -331,7 +331,8 @@ put("tcp", "zero-window", tcfg(0x08) + connect(1, mss=536, ws=0) +
     host(0, "write", 60000) + TPOLL + ack(1, window=0) + clock(1000) + clock(3000) +
     ack(1, window=0) + clock(8000) + host(0, "read") + host(0, "read") + TPOLL +
     clock(300) + ack(1) + seg(1, ACK_, seq=(SEQ_ACKED, 0), data=20000) + TPOLL)
-put("tcp", "seq-wrap", tcfg(0, 0xFFFFF000, 0xFFFFF800) + connect(2) +
+# Both streams cross sequence 0 (tuple t's guest ISN is the base + t << 28).
+put("tcp", "seq-wrap", tcfg(0, 0xFFFFF000, 0xDFFFF800) + connect(2) +
     seg(2, ACK_, data=5000) + host(0, "read") + host(0, "write", 20000) + TPOLL +
     ack(2) + seg(2, ACK_, data=5000) + ack(2) + TPOLL + host(0, "read"))
 put("tcp", "ipv6", tcfg(0x40) + connect(3) + seg(3, ACK_ | PSH_, data=3000) +
