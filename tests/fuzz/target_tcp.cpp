@@ -1,0 +1,612 @@
+// Fuzz target: the TCP fast path (plugin/datapath/tcp_fastpath.hpp) driven
+// by arbitrary guest segment sequences against real loopback listeners in
+// the target's private network namespace (net_isolation.hpp). One FastPath
+// per input, with a test clock; the input is a script of guest segments,
+// host-peer actions, clock jumps with run_timers() and poll_events().
+//
+// Every byte of every stream, both directions, is stream_byte(offset from
+// the stream's start): a guest segment at sequence s carries the bytes of
+// offset s - (irs + 1) of its flow, and host peers write the same function
+// from offset 0. The bytes mean nothing to the fast path, and fixing them
+// by position is what lets the target check delivery exactly without
+// knowing which host connection belongs to which flow.
+//
+// Properties, checked after every call into the FastPath (fuzz::require):
+// - every guest-bound frame parses, belongs to one of the guest's tuples,
+//   has IP lengths that match the frame, a vnet header that makes its
+//   checksum partial at the TCP checksum (completing it gives valid TCP and
+//   IPv4 header sums), GSO only for payloads longer than gso_size, which is
+//   the MSS negotiated from the guest's SYN (frames without GSO carry at
+//   most that much);
+// - a SYN-ACK acks exactly the flow's SYN; other non-RST frames come after
+//   it, carry the host's stream at their sequence offset, never beyond what
+//   the host peers wrote, and ack at most what the fast path handed to the
+//   host for this flow (+1 for a FIN);
+// - the host peers read exactly stream_byte(0, 1, ...) on every connection
+//   (no invented, skipped or reordered bytes) and in all at most the fast
+//   path's bytes_to_host;
+// - flows() <= max_flows and = flows_opened - flows_closed; no deadline is
+//   left due after run_timers();
+// - after the FastPath is destroyed and the host connections are closed,
+//   /proc/self/fd holds exactly the descriptors it held before the input.
+//
+// Input: a config byte c (max_flows = 1 + (c & 7); 0x08 smallest output
+// batch; 0x10 random ISN instead of the fixed one; 0x20
+// disable_host_loopback; 0x40 MTU 1500 instead of 65520; 0x80 IPv6 off),
+// u32 fixed ISN, u32 guest ISN base; then up to kMaxRecords records, each
+// an op byte whose low two bits say what follows (all integers LE, reads
+// past the end give zeros):
+//   0 guest segment: op bits 2-4 tuple (kTuples), 0x20 options, 0x40
+//     mangle, 0x80 payload; u8 TCP flags; u8 modes (bits 0-1 seq base:
+//     what the fast path acked last / irs + 1 / absolute / the guest's
+//     highest sent; bits 2-3 ack base: in-order received / highest sent to
+//     the guest / absolute / iss + 1; 0x10 window given, else 65535);
+//     seq (i16 delta, or u32 if absolute); ack (same); [u16 window];
+//     [options: u8 bits (1 MSS u16, 2 WS u8, 4 SACK-permitted,
+//     bits 4-6 count of raw option bytes that follow)]; [u16 payload
+//     length]; [mangle: u8 field, u8 value: a header byte other than
+//     addresses, ports, sequence number, IHL and data offset (an IP
+//     length may cut the payload or make the frame malformed), or the
+//     frame truncated / padded];
+//   1 host action on accepted connection op >> 2 (mod their number): u8
+//     action (read / write / echo what was read / shutdown(SHUT_WR) /
+//     close / close with RST), u16 amount - 1;
+//   2 clock: u16 ms (x64 if op & 4), then run_timers() unless op & 8;
+//   3 poll_events().
+// Host side: 127.0.0.1 and ::1 ports 8080 and 8081 accept every
+// connection (8081 with a small receive buffer, so windows fill when its
+// peers stop reading); 8082 is closed (connection refused). TCP send
+// buffers in the namespace are capped at 128 KiB (tcp_wmem).
+#include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../lib/tcp_guest_frames.hpp"
+#include "datapath/tcp_fastpath.hpp"
+#include "datapath/tcp_seq.hpp"
+#include "fuzz_input.hpp"
+#include "net_isolation.hpp"
+
+using namespace rknp;
+using namespace rknp::tcp;
+using tcpsim::Bytes;
+
+namespace {
+
+constexpr size_t kMaxRecords = 256;
+constexpr size_t kMaxHostConns = 64;
+constexpr uint32_t kAmountMax = 65536;
+
+// The byte at offset i of every stream: an integer hash of i / 4, so a
+// stream shifted by any amount does not match itself.
+uint8_t stream_byte(uint32_t i) {
+    uint32_t x = i >> 2;
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return uint8_t(x >> (8 * (i & 3)));
+}
+
+void fill_stream(uint8_t *out, uint32_t from, size_t n) {
+    for (size_t j = 0; j < n; ++j) out[j] = stream_byte(from + uint32_t(j));
+}
+
+bool is_stream(const uint8_t *p, uint32_t from, size_t n) {
+    for (size_t j = 0; j < n; ++j)
+        if (p[j] != stream_byte(from + uint32_t(j))) return false;
+    return true;
+}
+
+// The guest's 4-tuples and where the fast path sends them.
+struct TupleDef {
+    bool v6;
+    const char *dst;
+    uint16_t sport, dport;
+};
+constexpr TupleDef kTuples[8] = {
+    {false, "10.0.2.2", 40000, 8080}, // gateway: 127.0.0.1:8080
+    {false, "10.0.2.2", 40001, 8081}, // 127.0.0.1:8081, small receive buffer
+    {true, "fd00::2", 40002, 8080},   // [::1]:8080
+    {true, "fd00::2", 40003, 8081},   // [::1]:8081, small receive buffer
+    {false, "10.0.2.2", 40004, 8080}, // a second flow to the same listener
+    {false, "10.0.2.2", 40005, 8082}, // nothing listens: refused
+    // Another host: unreachable in the namespace (only lo exists), so the
+    // connect fails at once and the guest gets an RST.
+    {true, "2001:db8::1", 40006, 80},
+    {false, "10.0.2.3", 40007, 53}, // the DNS address: libslirp's
+};
+
+int listeners[4] = {-1, -1, -1, -1};
+
+int listen_on(bool v6, uint16_t port, bool small_rcvbuf) {
+    int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) fuzz::fail("listener socket");
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (small_rcvbuf) { // inherited by accepted connections
+        int sz = 4096;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    }
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (v6) {
+        auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        a->sin6_port = htons(port);
+        len = sizeof *a;
+    } else {
+        auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a->sin_port = htons(port);
+        len = sizeof *a;
+    }
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 || ::listen(fd, 256) < 0)
+        fuzz::fail("listener bind/listen");
+    return fd;
+}
+
+size_t count_fds() {
+    DIR *d = ::opendir("/proc/self/fd");
+    if (d == nullptr) fuzz::fail("opendir /proc/self/fd");
+    size_t n = 0;
+    while (dirent *e = ::readdir(d))
+        if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+    return n;
+}
+
+void close_rst(int fd) {
+    linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+}
+
+// The host peers of one input: connections accepted on the listeners.
+struct Host {
+    struct Conn {
+        int fd = -1;
+        uint32_t read = 0, written = 0;
+    };
+    std::vector<Conn> conns;
+    uint64_t read_total = 0;
+    uint32_t written_max = 0; // bound on any flow's host -> guest stream
+
+    void accept_all() {
+        for (int l : listeners)
+            while (conns.size() < kMaxHostConns) {
+                int c = ::accept4(l, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (c < 0) break;
+                conns.push_back(Conn{c});
+            }
+    }
+    void read(Conn &c, uint32_t amount) {
+        static uint8_t buf[kAmountMax];
+        ssize_t n = ::recv(c.fd, buf, std::min<uint32_t>(amount, kAmountMax), MSG_DONTWAIT);
+        if (n <= 0) return; // EOF, reset, nothing yet: the next read says again
+        fuzz::require(is_stream(buf, c.read, size_t(n)),
+                      "host received bytes the guest did not send there");
+        c.read += uint32_t(n);
+        read_total += uint64_t(n);
+    }
+    void write(Conn &c, uint32_t amount) {
+        static uint8_t buf[kAmountMax];
+        amount = std::min(amount, kAmountMax);
+        fill_stream(buf, c.written, amount);
+        ssize_t n = ::send(c.fd, buf, amount, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n <= 0) return;
+        c.written += uint32_t(n);
+        written_max = std::max(written_max, c.written);
+    }
+    void act(size_t which, uint8_t action, uint32_t amount) {
+        if (conns.empty()) return;
+        Conn &c = conns[which % conns.size()];
+        if (c.fd < 0) return;
+        switch (action % 6) {
+        case 0:
+            read(c, amount);
+            break;
+        case 1:
+            write(c, amount);
+            break;
+        case 2: // echo: write back as much as was read
+            if (c.read > c.written) write(c, c.read - c.written);
+            break;
+        case 3:
+            ::shutdown(c.fd, SHUT_WR);
+            break;
+        case 4:
+            ::close(c.fd);
+            c.fd = -1;
+            break;
+        case 5:
+            close_rst(c.fd);
+            c.fd = -1;
+            break;
+        }
+    }
+    // Closes everything, also what is still in the accept queues, with RST
+    // (no TIME_WAIT piles up over millions of inputs).
+    void close_all() {
+        for (Conn &c : conns)
+            if (c.fd >= 0) close_rst(c.fd);
+        conns.clear();
+        for (int l : listeners)
+            for (int c; (c = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;)
+                close_rst(c);
+    }
+};
+
+// What the guest knows about the current flow of one tuple.
+struct GuestTuple {
+    const TupleDef *def = nullptr;
+    uint8_t src[16]{}, dst[16]{};
+    uint32_t irs = 0;       // sequence number of the SYN that opened the flow
+    uint32_t guest_nxt = 0; // highest sequence the guest sent data up to
+    uint16_t mss = 0;       // of the fast path's segments, from our SYN
+    bool synack = false;    // the flow's SYN-ACK arrived
+    uint32_t iss = 0;
+    uint32_t rcv_nxt = 0;   // in-order data received from the fast path
+    uint32_t peer_ack = 0;  // highest ACK from the fast path
+    uint32_t peer_max = 0;  // highest sequence it sent up to
+    uint64_t accepted = 0;  // bytes the fast path gave the host for this flow
+
+    void opened(uint32_t syn_seq, uint16_t mss_now) {
+        irs = syn_seq;
+        guest_nxt = peer_ack = syn_seq + 1;
+        mss = mss_now;
+        synack = false;
+        accepted = 0;
+    }
+};
+
+class Harness {
+public:
+    explicit Harness(fuzz::Input &in) : in_(in) {
+        const uint8_t c = in.u8();
+        const uint32_t isn = in.u32(), guest_isn = in.u32();
+        cfg_.ipv6 = (c & 0x80) == 0;
+        inet_pton(AF_INET6, "fd00::", &cfg_.prefix6);
+        inet_pton(AF_INET6, "fd00::2", &cfg_.gateway6);
+        inet_pton(AF_INET6, "fd00::3", &cfg_.dns6);
+        cfg_.max_flows = 1 + (c & 7);
+        cfg_.batch_data_frames = (c & 0x08) ? 1 : 4;
+        cfg_.batch_control_frames = (c & 0x08) ? 4 : 8;
+        if ((c & 0x10) == 0) cfg_.fixed_isn = isn;
+        cfg_.disable_host_loopback = (c & 0x20) != 0;
+        cfg_.mtu = (c & 0x40) ? 1500 : 65520;
+        cfg_.clock = [this] { return now_; };
+        fp_ = std::make_unique<FastPath>(cfg_);
+        for (size_t t = 0; t < std::size(kTuples); ++t) {
+            GuestTuple &g = tuples_[t];
+            g.def = &kTuples[t];
+            if (g.def->v6) {
+                inet_pton(AF_INET6, "fd00::100", g.src);
+                inet_pton(AF_INET6, g.def->dst, g.dst);
+            } else {
+                uint8_t a[4] = {10, 0, 2, 100}, b[4];
+                inet_pton(AF_INET, g.def->dst, b);
+                map_v4(a, g.src);
+                map_v4(b, g.dst);
+            }
+            g.opened(guest_isn + uint32_t(t) * 0x10000000u, 0);
+            g.rcv_nxt = isn + 1;
+        }
+    }
+
+    void run() {
+        for (size_t r = 0; r < kMaxRecords && in_.left() > 0; ++r) {
+            const uint8_t op = in_.u8();
+            switch (op & 3) {
+            case 0:
+                guest_segment(op);
+                break;
+            case 1: {
+                uint8_t action = in_.u8();
+                uint32_t amount = uint32_t(in_.u16()) + 1;
+                if (trace_) std::fprintf(stderr, "host %u action %u amount %u\n",
+                                         op >> 2, action % 6, amount);
+                host_.act(op >> 2, action, amount);
+                break;
+            }
+            case 2: {
+                int64_t ms = in_.u16();
+                now_ += (op & 4) ? ms * 64 : ms;
+                if (trace_) std::fprintf(stderr, "clock +%lld\n", (long long)((op & 4) ? ms * 64 : ms));
+                if (op & 8) break;
+                fp_->run_timers(now_);
+                check_frames();
+                fuzz::require(fp_->ms_until_next_timer(now_) != 0,
+                              "a deadline is still due after run_timers");
+                break;
+            }
+            case 3:
+                if (trace_) std::fprintf(stderr, "poll\n");
+                fp_->poll_events();
+                check_frames();
+                break;
+            }
+            host_.accept_all();
+            check_invariants();
+        }
+    }
+
+    // Destroys the FastPath (closing its sockets), then the host side.
+    void finish() {
+        if (trace_) {
+            const FastPathStats &st = fp_->stats();
+            std::fprintf(stderr,
+                         "stats opened %llu closed %llu refused %llu connect_failed %llu "
+                         "rst_from_guest %llu rst_to_guest %llu retransmits %llu "
+                         "fast_retransmits %llu timeouts %llu dropped %llu malformed %llu "
+                         "partial %llu lost %llu to_host %llu to_guest %llu\n",
+                         (unsigned long long)st.flows_opened, (unsigned long long)st.flows_closed,
+                         (unsigned long long)st.flows_refused,
+                         (unsigned long long)st.connect_failed,
+                         (unsigned long long)st.resets_from_guest,
+                         (unsigned long long)st.resets_to_guest,
+                         (unsigned long long)st.retransmits,
+                         (unsigned long long)st.fast_retransmits,
+                         (unsigned long long)st.timeouts,
+                         (unsigned long long)st.segments_dropped,
+                         (unsigned long long)st.malformed, (unsigned long long)st.partial_sends,
+                         (unsigned long long)st.frames_lost,
+                         (unsigned long long)st.bytes_to_host,
+                         (unsigned long long)st.bytes_to_guest);
+        }
+        fp_.reset();
+        host_.close_all();
+    }
+
+private:
+    uint16_t our_mss(bool v6) const {
+        uint32_t hdrs = (v6 ? kIp6Len : kIp4Len) + kTcpLen;
+        return uint16_t(std::min<size_t>(cfg_.mtu - hdrs, kMaxPayload));
+    }
+
+    uint32_t pick(uint32_t base) { return base + uint32_t(int16_t(in_.u16())); }
+
+    Bytes options() {
+        const uint8_t bits = in_.u8();
+        Bytes o;
+        if (bits & 1) {
+            uint16_t m = in_.u16();
+            o.insert(o.end(), {2, 4, uint8_t(m >> 8), uint8_t(m)});
+        }
+        if (bits & 2) o.insert(o.end(), {1, 3, 3, in_.u8()});
+        if (bits & 4) o.insert(o.end(), {4, 2});
+        auto raw = in_.bytes((bits >> 4) & 7);
+        o.insert(o.end(), raw.begin(), raw.end());
+        while (o.size() % 4 != 0) o.push_back(0);
+        return o;
+    }
+
+    // Changes one header byte that does not move or relabel the payload
+    // (addresses, ports, the sequence number and header lengths stay), or
+    // cuts or pads the frame.
+    void mangle(Bytes &f, bool v6) {
+        static const uint8_t ip4[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+        static const uint8_t ip6[] = {1, 2, 3, 4, 5, 6, 7};
+        static const uint8_t tcp[] = {8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+        const size_t nip = v6 ? std::size(ip6) : std::size(ip4);
+        const size_t nfields = nip + std::size(tcp);
+        const uint8_t which = in_.u8(), value = in_.u8();
+        const size_t ip = kEthLen, th = ip + (v6 ? kIp6Len : kIp4Len);
+        const size_t k = which % (nfields + 2);
+        if (k < nip) {
+            f[ip + (v6 ? ip6[k] : ip4[k])] = value;
+        } else if (k < nfields) {
+            size_t at = th + tcp[k - nip];
+            // Byte 12: only the reserved bits, not the data offset.
+            f[at] = at == th + 12 ? uint8_t((f[at] & 0xf0) | (value & 0x0f)) : value;
+        } else if (k == nfields) {
+            f.resize(f.size() * value / 256);
+        } else {
+            f.resize(f.size() + value, 0);
+        }
+    }
+
+    void guest_segment(uint8_t op) {
+        GuestTuple &g = tuples_[(op >> 2) & 7];
+        const bool v6 = g.def->v6;
+        const uint8_t flags = in_.u8(), modes = in_.u8();
+        uint32_t seq, ack;
+        switch (modes & 3) {
+        case 0: seq = pick(g.peer_ack); break;
+        case 1: seq = pick(g.irs + 1); break;
+        case 2: seq = in_.u32(); break;
+        default: seq = pick(g.guest_nxt); break;
+        }
+        switch ((modes >> 2) & 3) {
+        case 0: ack = pick(g.rcv_nxt); break;
+        case 1: ack = pick(g.peer_max); break;
+        case 2: ack = in_.u32(); break;
+        default: ack = pick(g.iss + 1); break;
+        }
+        const uint16_t window = (modes & 0x10) ? in_.u16() : 65535;
+        const Bytes opts = (op & 0x20) ? options() : Bytes{};
+        size_t len = (op & 0x80) ? in_.u16() : 0;
+        // The IP length fields are 16 bits.
+        len = std::min(len, 65535 - (v6 ? 0 : kIp4Len) - kTcpLen - opts.size());
+        payload_.resize(len);
+        fill_stream(payload_.data(), seq - (g.irs + 1), len);
+        Bytes f = tcpsim::guest_frame(v6, g.src, g.dst, g.def->sport, g.def->dport, flags,
+                                      seq, ack, window, payload_.data(), len, opts);
+        if (op & 0x40) mangle(f, v6);
+
+        if (trace_)
+            std::fprintf(stderr, "-> t%u flags %02x seq %u ack %u win %u len %zu frame %zu\n",
+                         (op >> 2) & 7, flags, seq, ack, window, len, f.size());
+        const FastPathStats before = fp_->stats();
+        const Verdict v = fp_->guest_frame(f);
+        const FastPathStats &after = fp_->stats();
+        Segment s;
+        const bool parsed = parse_segment(f, s) == Parse::Ok;
+        if (after.flows_opened != before.flows_opened) {
+            fuzz::require(parsed && (s.flags & kSyn), "a flow opened without a SYN");
+            uint16_t want = s.mss != 0 ? s.mss : (v6 ? 1220 : 536);
+            g.opened(s.seq, std::min<uint16_t>(std::max<uint16_t>(want, 536), our_mss(v6)));
+        } else if (parsed && !s.payload.empty() &&
+                   seq_gt(s.seq + uint32_t(s.payload.size()), g.guest_nxt)) {
+            g.guest_nxt = s.seq + uint32_t(s.payload.size());
+        }
+        g.accepted += after.bytes_to_host - before.bytes_to_host;
+        const bool libslirps = &g == &tuples_[7] || (v6 && !cfg_.ipv6);
+        if (parsed && libslirps) fuzz::require(v == Verdict::NotMine, "took libslirp's flow");
+        if (v == Verdict::NotMine)
+            fuzz::require(fp_->frames().empty(), "frames for a segment left to libslirp");
+        check_frames();
+    }
+
+    GuestTuple *tuple_of(const Segment &s) {
+        for (GuestTuple &g : tuples_)
+            if (g.def->v6 == s.v6 && !std::memcmp(g.src, s.dst, 16) &&
+                !std::memcmp(g.dst, s.src, 16) && g.def->sport == s.dport &&
+                g.def->dport == s.sport)
+                return &g;
+        return nullptr;
+    }
+
+    void check_frame(const Bytes &f, const VnetHdr &vh, size_t hdr_len) {
+        Segment s;
+        fuzz::require(parse_segment(f, s) == Parse::Ok, "guest-bound frame does not parse");
+        GuestTuple *g = tuple_of(s);
+        fuzz::require(g != nullptr, "frame for a 4-tuple the guest never used");
+        if (trace_)
+            std::fprintf(stderr, "  <- t%zu flags %02x seq %u ack %u win %u len %zu gso %u/%u\n",
+                         size_t(g - tuples_), s.flags, s.seq, s.ack, s.window,
+                         s.payload.size(), vh.gso_type, vh.gso_size);
+        const size_t ip_len = s.v6 ? kIp6Len : kIp4Len;
+        const size_t ip_field = s.v6 ? be16(f.data() + kEthLen + 4) + kIp6Len
+                                     : be16(f.data() + kEthLen + 2);
+        fuzz::require(kEthLen + ip_field == f.size(), "IP length does not match the frame");
+        fuzz::require(vh.flags == kVnetNeedsCsum && vh.hdr_len == hdr_len &&
+                          vh.csum_start == kEthLen + ip_len && vh.csum_offset == 16,
+                      "vnet header offsets");
+        fuzz::require(tcpsim::checksums_ok(f, vh), "checksums after completion");
+        const size_t payload = s.payload.size();
+        if (vh.gso_type != 0) {
+            fuzz::require(vh.gso_type == (s.v6 ? kVnetGsoTcp6 : kVnetGsoTcp4), "GSO type");
+            fuzz::require(vh.gso_size == g->mss, "gso_size is not the flow's MSS");
+            fuzz::require(payload > vh.gso_size && payload <= kMaxPayload,
+                          "GSO frame payload size");
+        } else {
+            fuzz::require(vh.gso_size == 0, "gso_size without GSO");
+            fuzz::require(payload <= (g->mss != 0 ? g->mss : 0),
+                          "frame without GSO longer than the MSS");
+        }
+        if (s.flags & kRst) return;
+        if (s.flags & kSyn) {
+            fuzz::require(s.flags == (kSyn | kAck) && payload == 0, "SYN-ACK flags");
+            fuzz::require(s.ack == g->irs + 1, "SYN-ACK does not ack the SYN");
+            fuzz::require(s.mss == our_mss(s.v6), "SYN-ACK MSS");
+            if (cfg_.fixed_isn) fuzz::require(s.seq == *cfg_.fixed_isn, "ISN not the fixed one");
+            g->synack = true;
+            g->iss = s.seq;
+            g->rcv_nxt = g->peer_max = s.seq + 1;
+            return;
+        }
+        fuzz::require(g->synack, "segment before the SYN-ACK");
+        fuzz::require((s.flags & kAck) != 0, "segment without ACK");
+        const int32_t rel = seq_diff(s.seq, g->iss + 1);
+        fuzz::require(rel >= -1, "sequence before the stream"); // -1: window probe
+        // After the data, the host's FIN takes one more sequence number.
+        fuzz::require(int64_t(rel) + int64_t(payload) <=
+                          int64_t(host_.written_max) + (payload == 0 ? 1 : 0),
+                      "sequence beyond what the host wrote");
+        if (payload != 0)
+            fuzz::require(rel >= 0 && is_stream(s.payload.data(), uint32_t(rel), payload),
+                          "guest-bound bytes are not the host's at that sequence");
+        const int32_t rel_ack = seq_diff(s.ack, g->irs + 1);
+        fuzz::require(rel_ack >= 0 && uint64_t(rel_ack) <= g->accepted + 1,
+                      "ACK beyond what the host socket took");
+        if (seq_gt(s.ack, g->peer_ack)) g->peer_ack = s.ack;
+        const uint32_t end = s.seq + uint32_t(payload) + ((s.flags & kFin) ? 1 : 0);
+        if (seq_gt(end, g->peer_max)) g->peer_max = end;
+        if (s.seq == g->rcv_nxt) g->rcv_nxt = end;
+    }
+
+    void check_frames() {
+        GuestFrames &b = fp_->frames();
+        fuzz::require(b.size() <= b.capacity(), "batch overflow");
+        for (size_t i = 0; i < b.size(); ++i) {
+            auto h = b.headers(i);
+            auto p = b.payload(i);
+            Bytes f(h.begin(), h.end());
+            f.insert(f.end(), p.begin(), p.end());
+            check_frame(f, b.vnet(i), h.size());
+        }
+        b.clear();
+    }
+
+    void check_invariants() {
+        const FastPathStats &st = fp_->stats();
+        fuzz::require(fp_->flows() <= cfg_.max_flows, "more flows than max_flows");
+        fuzz::require(st.flows_opened - st.flows_closed == fp_->flows(),
+                      "flows() does not match opened - closed");
+        fuzz::require(host_.read_total <= st.bytes_to_host,
+                      "host read more than the fast path sent");
+    }
+
+    fuzz::Input &in_;
+    // RKNP_FUZZ_TRACE=1: every guest segment and frame to the guest on stderr.
+    const bool trace_ = std::getenv("RKNP_FUZZ_TRACE") != nullptr;
+    FastPathConfig cfg_;
+    int64_t now_ = 1'000'000;
+    std::unique_ptr<FastPath> fp_;
+    GuestTuple tuples_[std::size(kTuples)];
+    Host host_;
+    Bytes payload_;
+};
+
+// TCP send buffers in the private namespace: at most 128 KiB instead of
+// 4 MiB, so a host peer that stops reading fills the fast path's socket
+// within a few guest segments (partial sends, shrinking windows, window
+// updates) rather than after more data than an input can describe.
+void small_send_buffers() {
+    FILE *f = std::fopen("/proc/sys/net/ipv4/tcp_wmem", "w");
+    if (f == nullptr || std::fputs("4096 16384 131072", f) < 0 || std::fclose(f) != 0)
+        fuzz::fail("cannot set tcp_wmem in the private namespace");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    fuzz::isolate_network();
+    small_send_buffers();
+    listeners[0] = listen_on(false, 8080, false);
+    listeners[1] = listen_on(false, 8081, true);
+    listeners[2] = listen_on(true, 8080, false);
+    listeners[3] = listen_on(true, 8081, true);
+    FastPathConfig probe;
+    probe.max_flows = 1;
+    if (!FastPath(probe).enabled()) {
+        std::fprintf(stderr, "fuzz tcp: the kernel lacks SO_PEEK_OFF for TCP "
+                             "(Linux >= 6.9): the fast path is off\n");
+        std::abort();
+    }
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const size_t fds_before = count_fds();
+    {
+        fuzz::Input in(data, size);
+        Harness h(in);
+        h.run();
+        h.finish();
+    }
+    fuzz::require(count_fds() == fds_before, "descriptors left after the input");
+    return 0;
+}
