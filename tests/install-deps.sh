@@ -7,6 +7,8 @@ PACKAGES=(
     iproute2 util-linux uidmap procps curl python3 iperf3 binutils
     slirp4netns passt valgrind clang-14 libclang-rt-14-dev
     rootlesskit nlohmann-json3-dev libseccomp-dev
+    # Packaging (tests/package/run.sh), the ABI check and the man page.
+    debhelper dpkg-dev fakeroot devscripts lintian abigail-tools help2man
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
