@@ -14,13 +14,13 @@ INSTALLED=${RKNP_INSTALLED:-0}
 source "$ROOT/tests/lib/common.sh"
 source "$ROOT/tests/lib/build.sh"
 
+"$ROOT/tests/install-deps.sh"
 if [ "$INSTALLED" = 1 ]; then
     ROOTLESSKIT=/usr/libexec/rknp/rootlesskit
     PLUGIN=$("$ROOTLESSKIT" --help | sed -n 's/.*--net-plugin .*(default: "\(.*\)").*/\1/p')
     case $PLUGIN in /usr/lib/*/librknp.so.1) ;; *)
         echo "$ROOTLESSKIT's default plugin is '$PLUGIN', not librknp1's"; exit 1 ;; esac
 else
-    "$ROOT/tests/install-deps.sh"
     build_all "$BUILD"
     chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
     ROOTLESSKIT=$BUILD/bin/rootlesskit PLUGIN=$BUILD/lib/librknp.so.1
