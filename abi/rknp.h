@@ -76,8 +76,11 @@ extern "C" {
  *        parent_list_forwards
  *   1.2  rknp_config.enable_dhcp and tcp_path, rknp_stats.segments_merged and
  *        acks_superseded, rknp_child_options.link_only
+ *   1.3  rknp_config.disable_sandbox, max_flows and max_new_flows_per_sec,
+ *        rknp_network.libslirp_version, rknp_stats.frames_truncated to
+ *        sandbox
  */
-#define RKNP_ABI_MINOR 2
+#define RKNP_ABI_MINOR 3
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -177,11 +180,25 @@ typedef struct rknp_config {
                                      itself and needs none */
     uint8_t tcp_path;             /* RKNP_TCP_PATH_*: which stack carries
                                      the guest's outbound TCP */
+    /* 1.3 */
+    uint8_t disable_sandbox;      /* 1: the stack thread runs without its
+                                     seccomp filter and Landlock ruleset
+                                     (default 0: both, where the kernel
+                                     has them; see rknp_stats.sandbox) */
+    uint32_t max_flows;           /* most guest flows (TCP and UDP, both
+                                     TCP paths) holding a host socket at
+                                     once; beyond it new ones are refused
+                                     and counted. 0: the default, 16384,
+                                     lowered so that a quarter of the
+                                     process's RLIMIT_NOFILE stays free */
+    uint32_t max_new_flows_per_sec; /* new guest flows per second (bursts
+                                     of that many); more are refused and
+                                     counted. 0: the default, 20000 */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
 enum {
-    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: libslirp in 1.2 */
+    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: libslirp in 1.3 */
     RKNP_TCP_PATH_FAST = 1,    /* each guest connection on its own host
                                   socket, scaled windows, 64 KiB frames
                                   (needs offloads and Linux >= 6.9's
@@ -194,6 +211,8 @@ enum {
     (offsetof(rknp_config, handover_timeout_ms) + sizeof(uint32_t))
 #define RKNP_CONFIG_SIZE_1_2 \
     (offsetof(rknp_config, tcp_path) + sizeof(uint8_t))
+#define RKNP_CONFIG_SIZE_1_3 \
+    (offsetof(rknp_config, max_new_flows_per_sec) + sizeof(uint32_t))
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
@@ -242,10 +261,14 @@ typedef struct rknp_network {
     uint32_t dns_count;     /* 0 (disable_dns), 1 or 2 (IPv4, IPv6) */
     char dns[2][46];
     char ipv6_gateway[46];  /* "" unless IPv6 is enabled */
+    /* 1.3 */
+    char libslirp_version[32]; /* the loaded libslirp's version string */
 } rknp_network;
 
 #define RKNP_NETWORK_SIZE_1_0 \
     (offsetof(rknp_network, ipv6_gateway) + 46)
+#define RKNP_NETWORK_SIZE_1_3 \
+    (offsetof(rknp_network, libslirp_version) + 32)
 
 /**
  * Fills *out (whose struct_size the caller has set) with the network the
@@ -289,12 +312,37 @@ typedef struct rknp_stats {
                                       merged with others in a GSO frame */
     uint64_t acks_superseded;      /* guest-bound pure ACKs left out because
                                       a later one of the flow acked more */
+    /* 1.3 */
+    uint64_t frames_truncated;     /* guest frames longer than the read
+                                      buffer (also in frames_dropped) */
+    uint64_t frames_filtered;      /* guest frames refused by policy: other
+                                      ethertypes than ARP/IPv4/IPv6, source
+                                      outside the guest's network or prefix
+                                      (also in frames_dropped) */
+    uint64_t flows_refused;        /* new guest flows refused: max_flows */
+    uint64_t flows_rate_limited;   /* new guest flows refused:
+                                      max_new_flows_per_sec */
+    uint64_t host_sockets;         /* host sockets held for guest flows
+                                      now (both TCP paths, UDP) */
+    uint64_t tcp_fast_flows;       /* TCP flows on the fast path now */
+    uint64_t tcp_fast_retransmits; /* segments the fast path sent the guest
+                                      again */
+    uint32_t sandbox;              /* RKNP_SANDBOX_* bits in force on the
+                                      stack thread */
 } rknp_stats;
+
+/** rknp_stats.sandbox bits (1.3). */
+enum {
+    RKNP_SANDBOX_SECCOMP = 1u << 0,  /* syscall allowlist on the thread */
+    RKNP_SANDBOX_LANDLOCK = 1u << 1  /* no file system access */
+};
 
 #define RKNP_STATS_SIZE_1_0 \
     (offsetof(rknp_stats, handovers_refused) + sizeof(uint64_t))
 #define RKNP_STATS_SIZE_1_2 \
     (offsetof(rknp_stats, acks_superseded) + sizeof(uint64_t))
+#define RKNP_STATS_SIZE_1_3 \
+    (offsetof(rknp_stats, sandbox) + sizeof(uint32_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,

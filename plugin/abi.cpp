@@ -140,6 +140,7 @@ RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
             if (c.ipv6) put(n.dns[n.dns_count++], rknp::kIpv6Dns);
         }
         if (c.ipv6) put(n.ipv6_gateway, rknp::kIpv6Gateway);
+        put(n.libslirp_version, slirp_version_string());
         rknp::write_versioned(*out, n, RKNP_NETWORK_SIZE_1_0, "rknp_network");
     });
 }
@@ -181,6 +182,14 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
         o.handovers_refused = s.handovers_refused.load();
         o.segments_merged = s.segments_merged.load();
         o.acks_superseded = s.acks_superseded.load();
+        o.frames_truncated = s.frames_truncated.load();
+        o.frames_filtered = s.frames_filtered.load();
+        o.flows_refused = s.flows_refused.load();
+        o.flows_rate_limited = s.flows_rate_limited.load();
+        o.host_sockets = s.host_sockets.load();
+        o.tcp_fast_flows = s.tcp_fast_flows.load();
+        o.tcp_fast_retransmits = s.tcp_fast_retransmits.load();
+        o.sandbox = s.sandbox.load();
         rknp::write_versioned(*out, o, RKNP_STATS_SIZE_1_0, "rknp_stats");
     });
 }

@@ -18,9 +18,12 @@ namespace rknp {
 // these on every LP64 target: the layout is part of the contract.
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_0 == 84);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_2 == 86);
+static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_3 == 96);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_0 == 202);
+static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_3 == 234);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_0 == 56);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_2 == 72);
+static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_3 == 132);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);

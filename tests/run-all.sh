@@ -20,10 +20,12 @@ done
 echo "== valgrind: no leak from the library"
 "$ROOT/tests/reliability/valgrind.sh" "$BUILD"
 echo "== fuzzing: every target for a bounded time (clang, build-fuzz/)"
-FUZZ_SECONDS=${FUZZ_SECONDS:-20} "$ROOT/tests/fuzz/run.sh"
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} "$ROOT/tests/fuzz/run.sh"
 echo "== Go: vet and tests"
 (cd "$ROOT/go-bindings" && go vet ./... &&
     RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)
+echo "== Go: an external program builds against the module and loads the library"
+"$ROOT/tests/go-external/run.sh" "$BUILD/lib/librknp.so.1"
 echo "== end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/run.sh"
 echo "== end-to-end again with the TCP fast path (--plugin-tcp=fast)"

@@ -1,7 +1,7 @@
 package rknp
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../abi
+#cgo CFLAGS: -I${SRCDIR}
 #include "trampolines.h"
 */
 import "C"

@@ -1,13 +1,14 @@
 package rknp
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../abi
+#cgo CFLAGS: -I${SRCDIR}
 #include "trampolines.h"
 */
 import "C"
 
 import (
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 )
@@ -30,6 +31,12 @@ type Config struct {
 	MACAddress          string // tap MAC; "" lets the kernel choose
 	HandoverTimeout     time.Duration
 	Log                 LogFunc // nil drops the library's messages
+	// ABI 1.3: 0 takes the library's default (16384 flows, 20000 new
+	// flows a second); DisableSandbox runs the stack thread without its
+	// seccomp filter and Landlock ruleset.
+	MaxFlows          int
+	MaxNewFlowsPerSec int
+	DisableSandbox    bool
 }
 
 // cConfig is a filled rknp_config plus the C strings it points to.
@@ -60,6 +67,9 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	// A library older than 1.2 would silently ignore these fields.
 	if _, minor := l.ABIVersion(); (cfg.EnableDHCP || cfg.TCPPath != "") && minor < 2 {
 		return nil, fmt.Errorf("enable DHCP and TCP path need ABI 1.2, the plugin has 1.%d: %w", minor, ErrUnsupported)
+	}
+	if _, minor := l.ABIVersion(); (cfg.MaxFlows != 0 || cfg.MaxNewFlowsPerSec != 0 || cfg.DisableSandbox) && minor < 3 {
+		return nil, fmt.Errorf("flow limits and disabling the sandbox need ABI 1.3, the plugin has 1.%d: %w", minor, ErrUnsupported)
 	}
 	tcpPath, ok := map[string]C.uint8_t{"": C.RKNP_TCP_PATH_DEFAULT, "fast": C.RKNP_TCP_PATH_FAST, "slirp": C.RKNP_TCP_PATH_SLIRP}[cfg.TCPPath]
 	if !ok {
@@ -93,6 +103,17 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.disable_offload = cbool(cfg.DisableOffload)
 	cc.c.enable_dhcp = cbool(cfg.EnableDHCP)
 	cc.c.tcp_path = tcpPath
+	cc.c.disable_sandbox = cbool(cfg.DisableSandbox)
+	for _, lim := range []struct {
+		name string
+		v    int
+		dst  *C.uint32_t
+	}{{"max flows", cfg.MaxFlows, &cc.c.max_flows}, {"max new flows per second", cfg.MaxNewFlowsPerSec, &cc.c.max_new_flows_per_sec}} {
+		if lim.v < 0 || lim.v > math.MaxUint32 {
+			return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid %s %d", lim.name, lim.v)}
+		}
+		*lim.dst = C.uint32_t(lim.v)
+	}
 	if logH != 0 {
 		C.rknp_go_config_set_log(&cc.c, C.uintptr_t(logH))
 	}

@@ -3,6 +3,9 @@
 package rknp
 
 /*
+// The bundled header (listed first) declares what these bindings were
+// written against; pkg-config supplies the library to link.
+#cgo CFLAGS: -I${SRCDIR}
 #cgo pkg-config: rknp
 #include "rknp.h"
 */

@@ -1,7 +1,10 @@
 package rknp
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../abi
+// rknp.h is the module's own copy of abi/rknp.h (header_test.go keeps
+// them identical): an include path outside the module root would not exist
+// for programs that get the module from a proxy.
+#cgo CFLAGS: -I${SRCDIR}
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdlib.h>

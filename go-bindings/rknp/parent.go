@@ -1,7 +1,7 @@
 package rknp
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../abi
+#cgo CFLAGS: -I${SRCDIR}
 #include "trampolines.h"
 */
 import "C"
@@ -37,6 +37,9 @@ type Network struct {
 	Gateway     string
 	DNS         []string // IPv4 first, then IPv6; empty with DisableDNS
 	IPv6Gateway string   // "" unless IPv6 is enabled
+	// LibslirpVersion is the loaded libslirp's version (ABI 1.3; "" from
+	// older libraries).
+	LibslirpVersion string
 }
 
 // Stats are counters of a running parent.
@@ -50,6 +53,15 @@ type Stats struct {
 	HandoversRefused uint64
 	SegmentsMerged   uint64 // ABI 1.2; 0 from older libraries
 	AcksSuperseded   uint64 // ABI 1.2; 0 from older libraries
+	// ABI 1.3; 0 from older libraries.
+	FramesTruncated    uint64 // guest frames longer than the read buffer
+	FramesFiltered     uint64 // guest frames refused by policy (ethertype, source)
+	FlowsRefused       uint64 // new guest flows refused at MaxFlows
+	FlowsRateLimited   uint64 // new guest flows refused at MaxNewFlowsPerSec
+	HostSockets        uint64 // host sockets held for guest flows now
+	TCPFastFlows       uint64 // TCP flows on the fast path now
+	TCPFastRetransmits uint64 // segments the fast path sent the guest again
+	Sandbox            uint32 // RKNP_SANDBOX_* bits: 1 seccomp, 2 Landlock
 }
 
 // NewParent validates cfg and creates a stopped parent.
@@ -109,12 +121,13 @@ func (p *Parent) Network() (Network, error) {
 		return Network{}, fmt.Errorf("rknp: parent network: %w", err)
 	}
 	out := Network{
-		MTU:         int(n.mtu),
-		IfName:      C.GoString(&n.ifname[0]),
-		IP:          C.GoString(&n.ip[0]),
-		PrefixLen:   int(n.prefix_len),
-		Gateway:     C.GoString(&n.gateway[0]),
-		IPv6Gateway: C.GoString(&n.ipv6_gateway[0]),
+		MTU:             int(n.mtu),
+		IfName:          C.GoString(&n.ifname[0]),
+		IP:              C.GoString(&n.ip[0]),
+		PrefixLen:       int(n.prefix_len),
+		Gateway:         C.GoString(&n.gateway[0]),
+		IPv6Gateway:     C.GoString(&n.ipv6_gateway[0]),
+		LibslirpVersion: C.GoString(&n.libslirp_version[0]),
 	}
 	for i := 0; i < int(n.dns_count) && i < len(n.dns); i++ {
 		out.DNS = append(out.DNS, C.GoString(&n.dns[i][0]))
@@ -158,15 +171,23 @@ func (p *Parent) Stats() (Stats, error) {
 		return Stats{}, fmt.Errorf("rknp: parent stats: %w", err)
 	}
 	return Stats{
-		TapAttached:      s.tap_attached != 0,
-		FramesFromTap:    uint64(s.frames_from_tap),
-		BytesFromTap:     uint64(s.bytes_from_tap),
-		FramesToTap:      uint64(s.frames_to_tap),
-		BytesToTap:       uint64(s.bytes_to_tap),
-		FramesDropped:    uint64(s.frames_dropped),
-		HandoversRefused: uint64(s.handovers_refused),
-		SegmentsMerged:   uint64(s.segments_merged),
-		AcksSuperseded:   uint64(s.acks_superseded),
+		TapAttached:        s.tap_attached != 0,
+		FramesFromTap:      uint64(s.frames_from_tap),
+		BytesFromTap:       uint64(s.bytes_from_tap),
+		FramesToTap:        uint64(s.frames_to_tap),
+		BytesToTap:         uint64(s.bytes_to_tap),
+		FramesDropped:      uint64(s.frames_dropped),
+		HandoversRefused:   uint64(s.handovers_refused),
+		SegmentsMerged:     uint64(s.segments_merged),
+		AcksSuperseded:     uint64(s.acks_superseded),
+		FramesTruncated:    uint64(s.frames_truncated),
+		FramesFiltered:     uint64(s.frames_filtered),
+		FlowsRefused:       uint64(s.flows_refused),
+		FlowsRateLimited:   uint64(s.flows_rate_limited),
+		HostSockets:        uint64(s.host_sockets),
+		TCPFastFlows:       uint64(s.tcp_fast_flows),
+		TCPFastRetransmits: uint64(s.tcp_fast_retransmits),
+		Sandbox:            uint32(s.sandbox),
 	}, nil
 }
 

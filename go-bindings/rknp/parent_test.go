@@ -1,8 +1,10 @@
 package rknp
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -62,6 +64,10 @@ func TestNetworkDefaults(t *testing.T) {
 	if n.IP != "10.0.2.100" || n.PrefixLen != 24 || n.Gateway != "10.0.2.2" || n.MTU != 65520 ||
 		n.IfName != "tap0" || len(n.DNS) != 1 || n.DNS[0] != "10.0.2.3" {
 		t.Fatalf("unexpected defaults: %+v", n)
+	}
+	// libslirp versions look like "4.7.0".
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(n.LibslirpVersion) {
+		t.Fatalf("libslirp version %q", n.LibslirpVersion)
 	}
 	p6, err := l.NewParent(Config{IPv6: true, CIDR: "10.0.135.128/25", MTU: 1500, IfName: "eth7"})
 	if err != nil {
@@ -163,5 +169,23 @@ func TestNoLeaks(t *testing.T) {
 	}
 	if fd1 > fd0 {
 		t.Errorf("fds: %d before, %d after", fd0, fd1)
+	}
+}
+
+// The 1.3 limits reach the library, which checks their range.
+func TestFlowLimits(t *testing.T) {
+	l := openPlugin(t)
+	p, err := l.NewParent(Config{MaxFlows: 10, MaxNewFlowsPerSec: 5, DisableSandbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	_, err = l.NewParent(Config{MaxFlows: 1<<20 + 1})
+	var e *Error
+	if !errors.As(err, &e) || e.Message != `invalid max_flows "1048577": must be 1..1048576` {
+		t.Fatalf("want the library's range error, got %v", err)
+	}
+	if _, err := l.NewParent(Config{MaxFlows: -1}); err == nil {
+		t.Fatal("negative max flows accepted")
 	}
 }

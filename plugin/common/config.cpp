@@ -39,13 +39,24 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     p.ifname = or_default(c.ifname, kDefaultIfname);
     check_ifname("ifname", p.ifname);
     if (c.disable_host_loopback > 1 || c.enable_ipv6 > 1 ||
-        c.disable_dns > 1 || c.disable_offload > 1 || c.enable_dhcp > 1)
+        c.disable_dns > 1 || c.disable_offload > 1 || c.enable_dhcp > 1 ||
+        c.disable_sandbox > 1)
         throw_invalid("invalid rknp_config: flags must be 0 or 1");
     p.disable_host_loopback = c.disable_host_loopback;
     p.ipv6 = c.enable_ipv6;
     p.disable_dns = c.disable_dns;
     p.offload = !c.disable_offload;
     p.enable_dhcp = c.enable_dhcp;
+    p.sandbox = !c.disable_sandbox;
+    if (c.max_flows != 0) {
+        check_u32("max_flows", c.max_flows, 1, kMaxFlowsLimit);
+        p.max_flows = c.max_flows;
+    }
+    if (c.max_new_flows_per_sec != 0) {
+        check_u32("max_new_flows_per_sec", c.max_new_flows_per_sec, 1,
+                  kMaxFlowsLimit);
+        p.max_new_flows_per_sec = c.max_new_flows_per_sec;
+    }
     if (c.tcp_path > RKNP_TCP_PATH_SLIRP)
         throw_invalid("invalid tcp_path \"" + std::to_string(c.tcp_path) +
                       "\": must be RKNP_TCP_PATH_DEFAULT, _FAST or _SLIRP");

@@ -25,6 +25,9 @@ inline constexpr const char *kIpv6Prefix = "fd00::";
 inline constexpr uint32_t kIpv6PrefixLen = 64;
 inline constexpr const char *kIpv6Gateway = "fd00::2";
 inline constexpr const char *kIpv6Dns = "fd00::3";
+inline constexpr uint32_t kDefaultMaxFlows = 16384;
+inline constexpr uint32_t kDefaultMaxNewFlowsPerSec = 20000;
+inline constexpr uint32_t kMaxFlowsLimit = 1u << 20;
 
 struct ParentConfig {
     uint32_t mtu = kDefaultMtu;
@@ -41,6 +44,11 @@ struct ParentConfig {
     std::optional<in6_addr> outbound_addr6;
     std::optional<Mac> mac;
     uint32_t handover_timeout_ms = kDefaultHandoverTimeoutMs;
+    bool sandbox = true;
+    // As configured (0 taken as the default); the parent lowers max_flows
+    // to its file descriptor limit when it starts.
+    uint32_t max_flows = kDefaultMaxFlows;
+    uint32_t max_new_flows_per_sec = kDefaultMaxNewFlowsPerSec;
     Logger logger;
 
     // Validates every field of a whole rknp_config (read_versioned gives

@@ -16,6 +16,14 @@ struct Stats {
     std::atomic<uint64_t> handovers_refused{0};
     std::atomic<uint64_t> segments_merged{0};
     std::atomic<uint64_t> acks_superseded{0};
+    std::atomic<uint64_t> frames_truncated{0};
+    std::atomic<uint64_t> frames_filtered{0};
+    std::atomic<uint64_t> flows_refused{0};
+    std::atomic<uint64_t> flows_rate_limited{0};
+    std::atomic<uint64_t> host_sockets{0};       // a gauge
+    std::atomic<uint64_t> tcp_fast_flows{0};     // a gauge
+    std::atomic<uint64_t> tcp_fast_retransmits{0};
+    std::atomic<uint32_t> sandbox{0};            // RKNP_SANDBOX_* bits
 
     static void add(std::atomic<uint64_t> &c, uint64_t n) {
         c.fetch_add(n, std::memory_order_relaxed);

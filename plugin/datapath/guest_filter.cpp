@@ -79,6 +79,15 @@ bool libslirp_ethertype(std::span<const uint8_t> frame) {
     return type == kArp || type == kIpv4 || type == kIpv6;
 }
 
+bool router_message_from_guest(std::span<const uint8_t> frame) {
+    constexpr uint8_t kIcmp6 = 58, kRouterAdvert = 134, kRedirect = 137;
+    if (frame.size() < kEthLen + 40 + 1 || be16(frame.data() + 12) != kIpv6)
+        return false;
+    const uint8_t *ip = frame.data() + kEthLen;
+    uint8_t type = ip[40];
+    return ip[6] == kIcmp6 && (type == kRouterAdvert || type == kRedirect);
+}
+
 bool strip_urgent(std::span<uint8_t> frame) {
     size_t off = tcp_offset(frame);
     if (off == 0) return false;

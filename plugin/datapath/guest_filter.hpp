@@ -27,6 +27,12 @@ bool guest_source_allowed(std::span<const uint8_t> frame, const Ipv4Cidr &net,
 // True for frames of an ethertype libslirp serves: ARP, IPv4, IPv6.
 bool libslirp_ethertype(std::span<const uint8_t> frame);
 
+// True for an ICMPv6 router advertisement or redirect (no extension
+// headers: libslirp would not look past them either). A guest has no
+// router to announce; libslirp only warns about each one, so a guest
+// sending them in a loop would flood rootlesskit's log.
+bool router_message_from_guest(std::span<const uint8_t> frame);
+
 // Clears URG and the urgent pointer of an unfragmented TCP segment in an
 // Ethernet frame, keeping its checksum as valid (or as invalid) as it was
 // (RFC 1624 incremental update). Other frames are left alone. Returns

@@ -40,7 +40,15 @@ struct SlirpCallbacks {
     }
     static void guest_error(const char *msg, void *o) noexcept {
         try {
-            self(o).cfg_.logger.warn(std::string("guest error: ") + msg);
+            auto &a = self(o);
+            uint64_t suppressed = 0;
+            if (!a.guest_error_log_.admit(now_ns() / 1000000, suppressed))
+                return;
+            std::string m = std::string("guest error: ") + msg;
+            if (suppressed != 0)
+                m += " (" + std::to_string(suppressed) +
+                     " more guest errors not logged)";
+            a.cfg_.logger.warn(m);
         } catch (...) {
         }
     }
@@ -125,20 +133,35 @@ int forward_flags(const ForwardSpec &f) {
 
 } // namespace
 
-std::string libslirp_bug_warning(std::string_view version) {
+namespace {
+
+// Whether a "major.minor.patch" version is older than a.b.c.
+bool version_older(std::string_view version, unsigned a, unsigned b,
+                   unsigned c) {
     unsigned v[3] = {0, 0, 0};
     size_t part = 0;
-    for (char c : version) {
-        if (c == '.' && ++part == 3) break;
-        if (c >= '0' && c <= '9') v[part] = v[part] * 10 + unsigned(c - '0');
-        else if (c != '.') break;
+    for (char ch : version) {
+        if (ch == '.' && ++part == 3) break;
+        if (ch >= '0' && ch <= '9') v[part] = v[part] * 10 + unsigned(ch - '0');
+        else if (ch != '.') break;
     }
+    return v[0] != a ? v[0] < a : v[1] != b ? v[1] < b : v[2] < c;
+}
+
+} // namespace
+
+bool libslirp_has_reass_loop(std::string_view version) {
+    return version_older(version, 4, 8, 0);
+}
+
+std::string libslirp_bug_warning(std::string_view version) {
     auto older = [&](unsigned a, unsigned b, unsigned c) {
-        return v[0] != a ? v[0] < a : v[1] != b ? v[1] < b : v[2] < c;
+        return version_older(version, a, b, c);
     };
     std::string w;
     if (older(4, 8, 0))
-        w += " its TCP reassembly queue can loop (fixed in 4.8.0);";
+        w += " its TCP reassembly queue can loop (fixed in 4.8.0; rknp "
+             "holds back guest segments that could reach it);";
     if (older(4, 9, 2))
         w += " urgent data can over-read its buffer (fixed in 4.9.2; rknp "
              "clears URG before libslirp sees it);";
@@ -151,6 +174,8 @@ std::string libslirp_bug_warning(std::string_view version) {
 SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
                            Coalescer &coalescer, PollSet &polls)
     : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls) {
+    if (libslirp_has_reass_loop(slirp_version_string()))
+        wrap_guard_ = std::make_unique<ReassWrapGuard>();
     SlirpConfig sc{};
     sc.version = std::min(4, SLIRP_CONFIG_VERSION_MAX);
     sc.restricted = 0;
@@ -192,6 +217,7 @@ SlirpAdapter::~SlirpAdapter() {
 }
 
 void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
+    if (wrap_guard_) wrap_guard_->from_slirp(frame);
     if (tap_.vnet_hdr())
         coalescer_.push(frame); // written by flush() before the loop sleeps
     else
@@ -199,6 +225,10 @@ void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
 }
 
 void SlirpAdapter::input(std::span<const uint8_t> frame) {
+    if (wrap_guard_ && !wrap_guard_->allow(frame)) {
+        tap_.drop_frame();
+        return;
+    }
     slirp_input(slirp_, frame.data(), int(frame.size()));
 }
 

@@ -8,12 +8,15 @@
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "common/config.hpp"
+#include "common/log_limiter.hpp"
 #include "datapath/coalescer.hpp"
+#include "datapath/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
 #include "parent/forwards.hpp"
 #include "parent/poll_set.hpp"
@@ -26,6 +29,8 @@ namespace rknp {
 // A warning naming the guest-reachable bugs of a libslirp older than the
 // release that fixed them and what rknp does about each; "" when none.
 std::string libslirp_bug_warning(std::string_view version);
+// Whether that version has the TCP reassembly-queue loop (before 4.8.0).
+bool libslirp_has_reass_loop(std::string_view version);
 
 class SlirpAdapter {
 public:
@@ -64,6 +69,10 @@ private:
     // whole life: members, destroyed after slirp_cleanup.
     sockaddr_in out4_{};
     sockaddr_in6 out6_{};
+    // libslirp's warnings about what the guest sent: 10 a minute at most.
+    LogLimiter guest_error_log_{10, 60000};
+    // Set with a libslirp that has the reassembly-queue loop.
+    std::unique_ptr<ReassWrapGuard> wrap_guard_;
     Slirp *slirp_ = nullptr;
 };
 

@@ -131,9 +131,15 @@ void StackLoop::drain_tap() {
 void StackLoop::input_frame(size_t n) {
     std::span<uint8_t> frame =
         prepare_guest_frame({frame_.data(), n}, tap_.vnet_hdr());
-    if (frame.empty() || !libslirp_ethertype(frame) ||
-        !guest_source_allowed(frame, cfg_.cidr, prefix6_)) {
+    if (frame.empty()) {
         Stats::add(stats_.frames_dropped, 1);
+        return;
+    }
+    if (!libslirp_ethertype(frame) ||
+        !guest_source_allowed(frame, cfg_.cidr, prefix6_) ||
+        router_message_from_guest(frame)) {
+        Stats::add(stats_.frames_dropped, 1);
+        Stats::add(stats_.frames_filtered, 1);
         return;
     }
     uint32_t frames = 1;

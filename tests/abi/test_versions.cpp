@@ -3,12 +3,14 @@
 // newer caller's longer one is accepted with its unknown tail ignored, and
 // the library never reads or writes past the caller's struct_size.
 #include <doctest/doctest.h>
+#include <slirp/libslirp.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "../unit/temp_dir.hpp"
+
 #include "rknp.h"
 
 namespace {
@@ -47,11 +49,14 @@ std::string message(rknp_error *err) {
 
 TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(RKNP_CONFIG_SIZE_1_0 < RKNP_CONFIG_SIZE_1_2);
-    CHECK(RKNP_CONFIG_SIZE_1_2 <= sizeof(rknp_config));
+    CHECK(RKNP_CONFIG_SIZE_1_2 < RKNP_CONFIG_SIZE_1_3);
+    CHECK(RKNP_CONFIG_SIZE_1_3 <= sizeof(rknp_config));
+    CHECK(RKNP_NETWORK_SIZE_1_0 < RKNP_NETWORK_SIZE_1_3);
+    CHECK(RKNP_STATS_SIZE_1_2 < RKNP_STATS_SIZE_1_3);
     auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
     REQUIRE(api != nullptr);
-    CHECK(api->abi_minor == 2);
-    CHECK(rknp_abi_version() == ((1u << 16) | 2u));
+    CHECK(api->abi_minor == 3);
+    CHECK(rknp_abi_version() == ((1u << 16) | 3u));
     // The 1.1 block (forwards) lies inside the table the library reports.
     CHECK(api->struct_size >= RKNP_API_V1_SIZE_1_1);
     CHECK((api->parent_list_forwards != nullptr));
@@ -148,6 +153,14 @@ TEST_CASE("output structs: filled up to the caller's size, zeroed beyond ours") 
         CHECK(net.get()->mtu == 9000);
         CHECK(std::string(net.get()->ip) == "10.0.2.100");
         CHECK(net.guards_intact(RKNP_NETWORK_SIZE_1_0));
+    }
+    SUBCASE("rknp_network at its 1.3 size names the loaded libslirp") {
+        Sized<rknp_network> net(RKNP_NETWORK_SIZE_1_3);
+        REQUIRE(rknp_parent_network(p, net.get(), nullptr) == RKNP_OK);
+        CHECK(std::string(net.get()->libslirp_version) ==
+              slirp_version_string());
+        CHECK(!std::string(net.get()->libslirp_version).empty());
+        CHECK(net.guards_intact(RKNP_NETWORK_SIZE_1_3));
     }
     SUBCASE("rknp_network from a newer caller") {
         const size_t size = sizeof(rknp_network) + 24;

@@ -8,6 +8,7 @@ writes for bench.py starts with "@@BENCH " so other output cannot be mistaken
 for it.  Only the target address given on the command line is contacted.
 """
 import json
+import resource
 import socket
 import struct
 import subprocess
@@ -100,6 +101,29 @@ def pingpong(target, port, count, size, limit):
             "mean_us": sum(lat) / len(lat)}
 
 
+def open_idle(target, port, count, held):
+    """Opens count connections to the echo server and keeps them in held,
+    idle, so a ping-pong can run with that many flows open."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count + 256:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
+    while len(held) < count:
+        held.append(socket.create_connection((target, port), timeout=5))
+    # Every one answers: they all reached the host, none is half-open.
+    for s in held[::max(1, count // 50)]:
+        s.sendall(b"i")
+        recv_exact(s, 1)
+    return {"open": len(held)}
+
+
+def close_idle(held):
+    n = len(held)
+    for s in held:
+        s.close()
+    held.clear()
+    return {"closed": n}
+
+
 def connrate(target, port, seconds):
     """connect, 1-byte echo, abortive close (no TIME_WAIT), for seconds."""
     linger = struct.pack("ii", 1, 0)
@@ -138,6 +162,7 @@ def main():
         emit({"error": "no connection to %s:%d: %s" % (target, echo_port, e)})
         return 1
     emit({"ready": ready})
+    idle = []
     for line in sys.stdin:
         cmd = json.loads(line)
         op = cmd["op"]
@@ -152,6 +177,10 @@ def main():
                                cmd["limit"])
             elif op == "connrate":
                 res = connrate(target, echo_port, cmd["seconds"])
+            elif op == "open_idle":
+                res = open_idle(target, echo_port, cmd["count"], idle)
+            elif op == "close_idle":
+                res = close_idle(idle)
             else:
                 res = {"error": "unknown op " + op}
         except Exception as e:  # report, keep serving

@@ -6,6 +6,7 @@ One thread, non-blocking sockets: echoes whatever arrives, closes on EOF or
 error. Meant to bind only to loopback or to an address inside a namespace the
 benchmark created.
 """
+import resource
 import selectors
 import socket
 import sys
@@ -13,6 +14,9 @@ import sys
 
 def main():
     addr, port = sys.argv[1], int(sys.argv[2])
+    # The idle-connections test holds thousands open at once.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     lsock = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((addr, port))

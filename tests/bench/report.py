@@ -48,6 +48,10 @@ METRICS = [
     ("rr_p50", "TCP 64 B ping-pong p50 (µs)", "down", lambda s: _t(s, "rr", "p50_us")),
     ("rr_p99", "TCP 64 B ping-pong p99 (µs)", "down", lambda s: _t(s, "rr", "p99_us")),
     ("conn", "New TCP connections (/s)", "up", lambda s: _t(s, "conn", "per_s")),
+    ("rr_idle_p50", "Ping-pong p50 with 4000 idle connections (µs)", "down",
+     lambda s: _t(s, "rr_idle", "p50_us")),
+    ("rr_idle_p99", "Ping-pong p99 with 4000 idle connections (µs)", "down",
+     lambda s: _t(s, "rr_idle", "p99_us")),
     ("cpu_c2h", "Stack CPU per GB, TCP child→host (s)", "down", _cpu_per_gb("tcp_c2h")),
     ("cpu_h2c", "Stack CPU per GB, TCP host→child (s)", "down", _cpu_per_gb("tcp_h2c")),
     ("rss_stack", "Peak RSS, stack process (MiB)", "down", _stack_rss),
@@ -152,7 +156,9 @@ def chart(doc, path):
     series = [m for m in METRICS if m[0] in ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h")]
     series = [m for m in series if any(m[3](s) is not None for s in doc["samples"])]
     mtus = doc["options"]["mtus"]
-    fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 4.8), squeeze=False)
+    # One linear scale for every MTU, so panels compare at a glance.
+    fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 4.8),
+                             squeeze=False, sharey=True)
     for ax, mtu in zip(axes[0], mtus):
         names = [t for t in doc["targets"]
                  if any(s["target"] == t and s["mtu"] == mtu for s in doc["samples"])]
@@ -166,11 +172,13 @@ def chart(doc, path):
                 lo.append(m - min(v))
                 hi.append(max(v) - m)
             xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(names))]
-            ax.bar(xs, med, width, yerr=[lo, hi], capsize=2, label=label.split(" (")[0])
+            bars = ax.bar(xs, med, width, yerr=[lo, hi], capsize=2,
+                          label=label.split(" (")[0])
+            ax.bar_label(bars, labels=["" if m != m else "%.1f" % m for m in med],
+                         fontsize=7, padding=2)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=20)
-        ax.set_yscale("log")
-        ax.set_ylabel("Gbit/s (log scale; bars = median, whiskers = min–max)")
+        ax.set_ylabel("Gbit/s (bars = median, whiskers = min–max)")
         ax.set_title("MTU %d" % mtu)
         ax.grid(axis="y", alpha=0.3, which="both")
     axes[0][0].legend(fontsize=8)

@@ -26,6 +26,9 @@ def free_port():
     return port
 
 
+IDLE_FLOWS = 4000
+
+
 def tests_for(mtu, opts):
     """(name, agent command) of every test this session runs."""
     d = opts.duration
@@ -39,6 +42,12 @@ def tests_for(mtu, opts):
     t.append(("rr", {"op": "pingpong", "count": 500 if opts.quick else 3000,
                      "size": 64, "limit": 3}))
     t.append(("conn", {"op": "connrate", "seconds": 1 if opts.quick else 2}))
+    # Scale: the same ping-pong with IDLE_FLOWS idle connections open (the
+    # cost of a loop iteration must not grow with the number of flows).
+    t.append(("idle_open", {"op": "open_idle", "count": IDLE_FLOWS}))
+    t.append(("rr_idle", {"op": "pingpong", "count": 500 if opts.quick else 3000,
+                          "size": 64, "limit": 3}))
+    t.append(("idle_close", {"op": "close_idle"}))
     return t
 
 
@@ -148,6 +157,9 @@ def run_session(target, mtu, opts, log):
                                     target.parent_name)
         rec["pids"] = pids
         for name, cmd in tests_for(mtu, opts):
+            if name == "rr_idle" and "error" in rec["tests"].get("idle_open", {}):
+                rec["tests"][name] = {"error": "idle connections not opened"}
+                continue
             before = stack_usage(pids)
             res = agent.ask(cmd, opts.duration + 60)
             after = stack_usage(pids)

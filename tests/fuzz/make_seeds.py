@@ -202,6 +202,42 @@ put("frames", "fragments-udp", bytes([8]) + rec(arp) +
     rec(frag(0x0000 | (2000 // 8), dgram[2000:], 11)) +
     rec(frag(0x2000, dgram[:1000], 11)) +
     rec(frag(0x2000 | (1000 // 8), dgram[1000:2000], 11), 0x11))
+# Guest TCP to the target's echo listener (gateway port 8080 = 127.0.0.1:8080
+# in its private namespace), acks fixed up (op bit 0x40) to libslirp's ISN.
+# "tcp-wrap": the ISN puts the data across sequence 0 with the part ending
+# at 0 sent first (libslirp 4.7.0's reassembly-queue loop, held back by
+# ReassWrapGuard); then urgent data, a FIN and the echo read back.
+# "tcp-echo-v6": the same over IPv6 with an RST at the end.
+POLL = rec(b"", 0x10)
+
+
+def tcp4(seq, flags, data=b"", opts=b""):
+    return eth(GW_MAC, 0x0800, ipv4(6, G4, GW4, tcp(G4, GW4, 40002, 8080, seq, 0, flags, data, opts)))
+
+
+def tcp6(seq, flags, data=b"", opts=b""):
+    return eth(GW_MAC, 0x86DD, ipv6(6, G6, GW6, tcp(G6, GW6, 40003, 8080, seq, 0, flags, data, opts), 64))
+
+
+def urg(seg_frame):  # URG flag and a pointer far past the data
+    f = bytearray(seg_frame)
+    t = 14 + (20 if f[12:14] == b"\x08\x00" else 40)
+    f[t + 13] |= 0x20
+    f[t + 18:t + 20] = struct.pack("!H", 60000)
+    return bytes(f)  # checksum left stale on purpose: fixed by the ack fix-up
+
+
+ISN = (1 << 32) - 3001
+put("frames", "tcp-wrap", bytes([0]) + rec(arp) + rec(tcp4(ISN, 0x02, opts=mss)) +
+    POLL + POLL + rec(tcp4(ISN + 1, 0x10), 0x50) +
+    rec(tcp4(ISN + 1001, 0x18, b"w" * 2000), 0x50) +
+    rec(tcp4(ISN + 1, 0x18, b"v" * 1000), 0x51) +
+    rec(tcp4(ISN + 1001, 0x18, b"w" * 2000), 0x51) +
+    rec(urg(tcp4(0, 0x18, b"u" * 100)), 0x51) +
+    rec(tcp4(100, 0x11), 0x51) + POLL + rec(tcp4(101, 0x10), 0x53))
+put("frames", "tcp-echo-v6", bytes([2]) + rec(tcp6(77, 0x02, opts=mss)) + POLL + POLL +
+    rec(tcp6(78, 0x10), 0x50) + rec(tcp6(78, 0x18, b"hello" * 100), 0x51) + POLL +
+    rec(tcp6(578, 0x14), 0x51))
 # ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
 put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     struct.pack("<H", len(f)) + f for f in

@@ -4,14 +4,14 @@
 # time. Fails on any crash, sanitizer report, leak, timeout or violated
 # property. New inputs go to a scratch corpus; the committed seeds in
 # corpus/<target>/ are only read.
-#   FUZZ_SECONDS  seconds per target (default 20)
+#   FUZZ_SECONDS  seconds per target (default 30)
 #   FUZZ_TARGETS  space-separated subset (default: all)
 #   BUILD_DIR     (default: <repo>/build-fuzz)
 #   FUZZ_OUT      where crash artifacts and the grown corpus go
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-fuzz}
-SECONDS_EACH=${FUZZ_SECONDS:-20}
+SECONDS_EACH=${FUZZ_SECONDS:-30}
 TARGETS=${FUZZ_TARGETS:-config opaque handover frames reassembly}
 OUT=${FUZZ_OUT:-$(mktemp -d /tmp/rknp-fuzz.XXXXXX)}
 

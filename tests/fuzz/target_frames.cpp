@@ -7,12 +7,20 @@
 // instance configured like stack_loop.cpp's; libslirp's replies go through
 // the Coalescer like stack -> guest frames do. Every raw frame is also fed
 // to a second Coalescer directly, whose output is checked for consistency.
+// Guest TCP reaches real connections: the private namespace has listeners
+// on 127.0.0.1:8080 and [::1]:8080 (the gateway's port 8080) that accept,
+// echo what they read and close on a guest FIN, so reassembly, urgent data,
+// window and teardown paths run; the 4.7.0 reassembly-loop guard and the
+// router-message filter sit in front of libslirp as in SlirpAdapter.
 //
 // Input: one config byte, then records {op u8, len u16 LE, bytes}; a record
 // may be truncated by the end of the input. op bits 0-3: advance the clock
 // by n * 100 ms first; bit 4: poll host sockets afterwards; bit 5: add
 // 64 KiB to len (oversized frames are cut like read() into the tap buffer
-// would cut them).
+// would cut them); bit 6: a TCP segment's acknowledgement number is
+// replaced by the next sequence libslirp will send on that connection (its
+// checksum redone), as a guest that read the SYN-ACK would: libslirp is not
+// instrumented, so the fuzzer could not learn its ISN otherwise.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <slirp/libslirp.h>
@@ -26,7 +34,9 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
+#include "datapath/reass_wrap_guard.hpp"
 #include "datapath/reassembly.hpp"
+#include "datapath/tcp_frame.hpp"
 #include "parent/timers.hpp"
 
 using namespace rknp;
@@ -90,6 +100,119 @@ struct OutputCheck final : GuestSink {
     }
 };
 
+// The host side of guest TCP: listeners made once per process (inside the
+// private namespace) and the connections one input accepted.
+struct HostPeers {
+    int listen4 = -1, listen6 = -1;
+    std::vector<int> conns;
+
+    static int listen_on(int family) {
+        int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) fuzz::fail("listener socket");
+        int one = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_storage ss{};
+        socklen_t len;
+        if (family == AF_INET6) {
+            auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
+            a->sin6_family = AF_INET6;
+            a->sin6_addr = in6addr_loopback;
+            a->sin6_port = htons(8080);
+            len = sizeof *a;
+        } else {
+            auto *a = reinterpret_cast<sockaddr_in *>(&ss);
+            a->sin_family = AF_INET;
+            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            a->sin_port = htons(8080);
+            len = sizeof *a;
+        }
+        if (::bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 ||
+            ::listen(fd, 64) < 0)
+            fuzz::fail("listener bind/listen");
+        return fd;
+    }
+    void open() {
+        listen4 = listen_on(AF_INET);
+        listen6 = listen_on(AF_INET6);
+    }
+    // Accepts what is pending, echoes what arrived, closes on EOF.
+    void serve() {
+        for (int l : {listen4, listen6})
+            for (int c; conns.size() < 32 &&
+                        (c = ::accept4(l, nullptr, nullptr,
+                                       SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;)
+                conns.push_back(c);
+        uint8_t buf[16384];
+        for (int &c : conns) {
+            if (c < 0) continue;
+            ssize_t n = ::recv(c, buf, sizeof buf, 0);
+            if (n > 0) (void)::send(c, buf, size_t(n), MSG_NOSIGNAL);
+            if (n == 0) {
+                ::close(c);
+                c = -1;
+            }
+        }
+    }
+    void close_all() {
+        for (int c : conns)
+            if (c >= 0) ::close(c);
+        conns.clear();
+    }
+};
+
+HostPeers peers;
+
+// Next sequence libslirp sends per connection, for the ack fix-up (a few
+// connections per input; the oldest is forgotten first).
+struct SentSeqs {
+    struct Entry {
+        uint8_t guest[16], remote[16];
+        uint16_t gport, rport;
+        uint32_t next;
+    };
+    std::vector<Entry> entries;
+
+    void note(std::span<const uint8_t> frame) {
+        tcp::Segment s;
+        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
+        uint32_t next = s.seq + uint32_t(s.payload.size()) +
+                        ((s.flags & (tcp::kSyn | tcp::kFin)) ? 1 : 0);
+        for (auto &e : entries)
+            if (!std::memcmp(e.guest, s.dst, 16) && !std::memcmp(e.remote, s.src, 16) &&
+                e.gport == s.dport && e.rport == s.sport) {
+                e.next = next;
+                return;
+            }
+        if (entries.size() == 8) entries.erase(entries.begin());
+        Entry e{};
+        std::memcpy(e.guest, s.dst, 16);
+        std::memcpy(e.remote, s.src, 16);
+        e.gport = s.dport, e.rport = s.sport, e.next = next;
+        entries.push_back(e);
+    }
+    // Rewrites the ack of a guest segment of a known connection.
+    void fix_ack(std::span<uint8_t> frame) const {
+        tcp::Segment s;
+        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
+        for (const auto &e : entries)
+            if (!std::memcmp(e.guest, s.src, 16) && !std::memcmp(e.remote, s.dst, 16) &&
+                e.gport == s.sport && e.rport == s.dport) {
+                uint8_t *th = frame.data() + 14 +
+                              (s.v6 ? 40 : size_t(frame[14] & 0x0f) * 4);
+                size_t seg_len = size_t(th[12] >> 4) * 4 + s.payload.size();
+                th[8] = uint8_t(e.next >> 24), th[9] = uint8_t(e.next >> 16);
+                th[10] = uint8_t(e.next >> 8), th[11] = uint8_t(e.next);
+                th[16] = th[17] = 0;
+                const uint8_t *ip = frame.data() + 14;
+                uint8_t tail[4] = {0, 6, uint8_t(seg_len >> 8), uint8_t(seg_len)};
+                uint64_t sum = s.v6 ? csum_add(0, ip + 8, 32) : csum_add(0, ip + 12, 8);
+                sum = csum_add(csum_add(sum, tail, 4), th, seg_len);
+                put_be16(th + 16, uint16_t(~csum_fold(sum)));
+                return;
+            }
+    }
+};
+
 struct Stack {
     Timers timers;
     int64_t now_ns = 1'000'000'000;
@@ -99,12 +222,16 @@ struct Stack {
     Coalescer coalescer{to_guest, stats};
     bool vnet = false;
     Ipv4Reassembler reassembler;
+    ReassWrapGuard wrap_guard;
+    SentSeqs sent;
     Slirp *slirp = nullptr;
 
     static Stack &self(void *o) { return *static_cast<Stack *>(o); }
     static ssize_t send_packet(const void *buf, size_t len, void *o) {
         auto &s = self(o);
         std::span<const uint8_t> f(static_cast<const uint8_t *>(buf), len);
+        s.wrap_guard.from_slirp(f);
+        s.sent.note(f);
         if (s.vnet) s.coalescer.push(f);
         return ssize_t(len);
     }
@@ -165,7 +292,10 @@ struct Stack {
         slirp = slirp_new(&sc, &cb, this);
         if (slirp == nullptr) fuzz::fail("slirp_new refused the config");
     }
-    ~Stack() { slirp_cleanup(slirp); }
+    ~Stack() {
+        slirp_cleanup(slirp);
+        peers.close_all();
+    }
 
     void poll_sockets() {
         fds.clear();
@@ -173,16 +303,19 @@ struct Stack {
         slirp_pollfds_fill(slirp, &timeout, add_poll, this);
         int n = ::poll(fds.data(), fds.size(), 0);
         slirp_pollfds_poll(slirp, n < 0, get_revents, this);
+        peers.serve();
     }
 
     // StackLoop::input_frame on a frame of exactly the read size.
-    void input(std::vector<uint8_t> &buf) {
+    void input(std::vector<uint8_t> &buf, bool fix_ack) {
         std::span<uint8_t> frame = prepare_guest_frame(buf, vnet);
         static const Ipv4Cidr net = Ipv4Cidr::parse("cidr", "10.0.2.0/24");
         static const in6_addr prefix6 = parse_ipv6("prefix", "fd00::");
         if (frame.empty() || !libslirp_ethertype(frame) ||
-            !guest_source_allowed(frame, net, prefix6))
+            !guest_source_allowed(frame, net, prefix6) ||
+            router_message_from_guest(frame))
             return;
+        if (fix_ack) sent.fix_ack(frame);
         if (is_ipv4_fragment(frame)) {
             frame = reassembler.add(frame, now_ns / 1'000'000).datagram;
             if (frame.empty()) return;
@@ -190,6 +323,7 @@ struct Stack {
         }
         strip_urgent(frame);
         fuzz::require(!strip_urgent(frame), "URG left for libslirp");
+        if (!wrap_guard.allow(frame)) return;
         slirp_input(slirp, frame.data(), int(frame.size()));
     }
 };
@@ -198,6 +332,7 @@ struct Stack {
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     fuzz::isolate_network();
+    peers.open();
     return 0;
 }
 
@@ -216,7 +351,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             stack.now_ns += int64_t(op & 0x0f) * 100'000'000;
             // Exact-size copies: any overread is outside the allocation.
             std::vector<uint8_t> frame(bytes.begin(), bytes.end());
-            stack.input(frame);
+            stack.input(frame, (op & 0x40) != 0);
             std::vector<uint8_t> raw(bytes.begin(), bytes.end());
             probe_out.bytes_in += raw.size();
             uint64_t superseded = probe_stats.acks_superseded.load();

@@ -82,3 +82,27 @@ TEST_CASE("every bad option value is named in the error") {
     c.enable_dhcp = 2;
     CHECK(error_of(c) == "invalid rknp_config: flags must be 0 or 1");
 }
+
+TEST_CASE("1.3 limits: 0 takes the default, others are range-checked") {
+    auto p = ParentConfig::from_c(defaults());
+    CHECK(p.max_flows == 16384);
+    CHECK(p.max_new_flows_per_sec == 20000);
+    CHECK(p.sandbox);
+    auto c = defaults();
+    c.max_flows = 100;
+    c.max_new_flows_per_sec = 7;
+    c.disable_sandbox = 1;
+    p = ParentConfig::from_c(c);
+    CHECK(p.max_flows == 100);
+    CHECK(p.max_new_flows_per_sec == 7);
+    CHECK_FALSE(p.sandbox);
+    c = defaults();
+    c.max_flows = (1u << 20) + 1;
+    CHECK(error_of(c) == "invalid max_flows \"1048577\": must be 1..1048576");
+    c = defaults();
+    c.max_new_flows_per_sec = (1u << 20) + 1;
+    CHECK(error_of(c).rfind("invalid max_new_flows_per_sec", 0) == 0);
+    c = defaults();
+    c.disable_sandbox = 2;
+    CHECK(error_of(c) == "invalid rknp_config: flags must be 0 or 1");
+}

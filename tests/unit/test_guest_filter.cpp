@@ -170,3 +170,25 @@ TEST_CASE("only the guest's own source addresses get through") {
     arp.resize(14 + 20);
     CHECK_FALSE(guest_source_allowed(arp, net, prefix6)); // truncated
 }
+
+TEST_CASE("router advertisements and redirects from the guest are refused") {
+    Bytes f(14 + 40 + 16, 0);
+    put_be16(f.data() + 12, 0x86dd);
+    f[14] = 0x60;
+    f[14 + 6] = 58; // ICMPv6
+    for (uint8_t type : {134, 137}) {
+        f[14 + 40] = type;
+        CHECK(router_message_from_guest(f));
+    }
+    for (uint8_t type : {133 /* solicitation */, 135, 136, 128}) {
+        f[14 + 40] = type;
+        CHECK_FALSE(router_message_from_guest(f));
+    }
+    f[14 + 40] = 134;
+    f[14 + 6] = 0; // hop-by-hop options first: not looked into
+    CHECK_FALSE(router_message_from_guest(f));
+    f[14 + 6] = 58;
+    CHECK_FALSE(router_message_from_guest(std::span<const uint8_t>(f.data(), 54)));
+    put_be16(f.data() + 12, 0x0800);
+    CHECK_FALSE(router_message_from_guest(f));
+}

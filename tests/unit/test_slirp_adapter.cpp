@@ -18,3 +18,10 @@ TEST_CASE("libslirp versions before the fixes are named with their bugs") {
     CHECK(libslirp_bug_warning("5.0").empty());
     CHECK_FALSE(libslirp_bug_warning("3.99.99").empty());
 }
+
+TEST_CASE("the reassembly-queue guard is for libslirp before 4.8.0 only") {
+    CHECK(libslirp_has_reass_loop("4.7.0"));
+    CHECK(libslirp_has_reass_loop("4.6.1"));
+    CHECK_FALSE(libslirp_has_reass_loop("4.8.0"));
+    CHECK_FALSE(libslirp_has_reass_loop("4.9.3"));
+}

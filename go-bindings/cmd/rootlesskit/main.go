@@ -1,7 +1,3 @@
-// Command rootlesskit is rootlesskit with one more network driver:
-// --net=plugin loads an rknp plugin library (libslirp in this process).
-// It is built from rootlesskit's importable packages and accepts the same
-// flags, so it can replace the upstream binary (e.g. for dockerd-rootless.sh).
 package main
 
 import (
@@ -51,21 +47,7 @@ func main() {
 	}
 	r := currentRole()
 	var debug bool
-	app := cli.NewApp()
-	app.Name = "rootlesskit"
-	app.Version = version.Version
-	app.HideHelpCommand = true
-	app.Usage = "Linux-native fakeroot using user namespaces (with the rknp network plugin)"
-	app.UsageText = "rootlesskit [global options] [arguments...]"
-	app.Flags = appFlags(&debug)
-	app.Before = func(*cli.Context) error {
-		if debug {
-			logrus.SetLevel(logrus.DebugLevel)
-		}
-		logrus.SetFormatter(&prefixFormatter{prefix: "[rootlesskit:" + string(r) + "] ", Formatter: logrus.StandardLogger().Formatter})
-		return nil
-	}
-	app.Action = func(c *cli.Context) error { return run(c, r) }
+	app := newApp(r, &debug)
 	if err := app.Run(os.Args); err != nil {
 		if debug {
 			fmt.Fprintf(os.Stderr, "[rootlesskit:%s] error: %+v\n", r, err)
@@ -79,6 +61,33 @@ func main() {
 		}
 		os.Exit(code)
 	}
+}
+
+// newApp is the command line: upstream's flags, the plugin's, and the
+// hidden --generate-man.
+func newApp(r role, debug *bool) *cli.App {
+	app := cli.NewApp()
+	app.Name = "rootlesskit"
+	app.Version = version.Version
+	app.HideHelpCommand = true
+	app.Usage = "Linux-native fakeroot using user namespaces (with the rknp network plugin)"
+	app.UsageText = "rootlesskit [global options] [arguments...]"
+	app.Description = description
+	app.Flags = append(appFlags(debug), generateManFlag())
+	app.Before = func(*cli.Context) error {
+		if *debug {
+			logrus.SetLevel(logrus.DebugLevel)
+		}
+		logrus.SetFormatter(&prefixFormatter{prefix: "[rootlesskit:" + string(r) + "] ", Formatter: logrus.StandardLogger().Formatter})
+		return nil
+	}
+	app.Action = func(c *cli.Context) error {
+		if c.Bool(generateManName) {
+			return writeManPage(c.App)
+		}
+		return run(c, r)
+	}
+	return app
 }
 
 func currentRole() role {

@@ -1,6 +1,3 @@
-// Package plugin is a rootlesskit network driver backed by an rknp plugin
-// library: the stack runs in the parent process, the child creates the tap
-// and hands it over.
 package plugin
 
 import (

@@ -1,0 +1,567 @@
+/*
+ * rknp.h - the stable C ABI of rknp, a rootlesskit network plugin.
+ *
+ * A plugin is a shared library that runs a user-mode TCP/IP stack in
+ * rootlesskit's parent process and configures a tap device in the child's
+ * network namespace. The ABI has two halves that mirror rootlesskit's network
+ * driver protocol:
+ *
+ *   parent side  rknp_parent_new / _start / _network / _opaque_* / _close / _free
+ *   child side   rknp_child_configure
+ *
+ * The parent side produces a list of key/value strings ("opaque") that the
+ * caller carries to the child (rootlesskit's NetworkDriverOpaque) and passes
+ * to rknp_child_configure unchanged.
+ *
+ * Loading: a loader resolves the single entry point rknp_get_api with dlsym
+ * and asks for the ABI major it speaks. The returned function table is
+ * append-only within a major: new functions are added at the end and
+ * announced by a larger struct_size / abi_minor.
+ *
+ * Conventions:
+ *  - Every function that can fail returns rknp_status (RKNP_OK == 0) and, if
+ *    err is not NULL, stores a newly allocated rknp_error in *err on failure.
+ *    The caller owns it and releases it with rknp_error_free. On success *err
+ *    is set to NULL.
+ *  - Strings are NUL-terminated UTF-8. Strings passed in are copied; the
+ *    caller keeps ownership.
+ *  - Versioned structs start with struct_size: the caller's
+ *    sizeof(struct), as compiled against its copy of this header. A field
+ *    exists for the library when it ends within struct_size. The library
+ *    accepts any struct_size from the struct's first version on (the
+ *    RKNP_*_SIZE_x_y macros below each struct) and never reads or writes a
+ *    byte past it:
+ *      - structs the caller fills (rknp_config, rknp_forward,
+ *        rknp_child_options): fields beyond struct_size take their
+ *        defaults; fields the library does not know (a newer caller's
+ *        tail) are ignored, so check rknp_abi_version() before relying on
+ *        a field newer than the minor the library reports;
+ *      - structs the library fills (rknp_network, rknp_stats,
+ *        rknp_forward_info): it fills the fields it knows within
+ *        struct_size, zeroes the rest of struct_size and leaves
+ *        struct_size as the caller set it.
+ *    Initialise caller-filled structs with the matching *_init function,
+ *    which clears struct_size bytes and sets every default. Appended fields
+ *    default to 0, so a struct whose padding *_init cleared reads as
+ *    defaults wherever the next field lands.
+ *  - Nothing here raises C++ exceptions, installs signal handlers or changes
+ *    process-wide state (signal dispositions, umask, cwd, namespaces of the
+ *    calling thread).
+ *
+ * The header compiles as C99 and as C++.
+ */
+#ifndef RKNP_H
+#define RKNP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RKNP_BUILDING_LIBRARY)
+#define RKNP_API __attribute__((visibility("default")))
+#else
+#define RKNP_API
+#endif
+
+/** ABI major: incremented on any incompatible change. */
+#define RKNP_ABI_MAJOR 1
+/**
+ * ABI minor: incremented when functions or struct fields are appended.
+ *   1.0  the first release
+ *   1.1  port forwarding: rknp_forward, rknp_forward_info and the table's
+ *        forward_init, parent_add_forward, parent_remove_forward,
+ *        parent_list_forwards
+ *   1.2  rknp_config.enable_dhcp and tcp_path, rknp_stats.segments_merged and
+ *        acks_superseded, rknp_child_options.link_only
+ *   1.3  rknp_config.disable_sandbox, max_flows and max_new_flows_per_sec,
+ *        rknp_network.libslirp_version, rknp_stats.frames_truncated to
+ *        sandbox
+ */
+#define RKNP_ABI_MINOR 3
+/** rknp_abi_version() packs both: (major << 16) | minor. */
+#define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t rknp_status;
+
+enum {
+    RKNP_OK = 0,
+    RKNP_ERR_INVALID_ARGUMENT = 1, /* NULL handle, bad option value, ... */
+    RKNP_ERR_STATE = 2,            /* call not valid in the handle's state */
+    RKNP_ERR_SYSTEM = 3,           /* an OS call failed (errno in message) */
+    RKNP_ERR_PERMISSION = 4,       /* hand-over refused, EPERM, ... */
+    RKNP_ERR_TIMEOUT = 5,          /* the peer did not answer in time */
+    RKNP_ERR_UNSUPPORTED = 6,      /* feature not available in this build */
+    RKNP_ERR_PROTOCOL = 7,         /* malformed hand-over message */
+    RKNP_ERR_INTERNAL = 8          /* a bug: please report */
+};
+
+/** Opaque error: a status code plus a message. Owned by the caller. */
+typedef struct rknp_error rknp_error;
+
+/** The code of err; RKNP_ERR_INVALID_ARGUMENT if err is NULL.
+ *  Thread-safe on distinct errors. */
+RKNP_API rknp_status rknp_error_code(const rknp_error *err);
+/** The message of err, valid until rknp_error_free(err); "" if err is NULL.
+ *  Thread-safe on distinct errors. */
+RKNP_API const char *rknp_error_message(const rknp_error *err);
+/** Releases err. NULL is a no-op. */
+RKNP_API void rknp_error_free(rknp_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** RKNP_ABI_VERSION of the loaded library. Thread-safe. */
+RKNP_API uint32_t rknp_abi_version(void);
+/** Library version string, e.g. "0.1.0 (libslirp 4.7.0)". Static storage,
+ *  never freed. Thread-safe. */
+RKNP_API const char *rknp_library_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    RKNP_LOG_ERROR = 0,
+    RKNP_LOG_WARN = 1,
+    RKNP_LOG_INFO = 2,
+    RKNP_LOG_DEBUG = 3
+};
+
+/**
+ * Log callback. Called from any thread the library uses (including the
+ * parent's stack thread), so it must be thread-safe. msg is valid only for
+ * the duration of the call. The library never writes to stdout or stderr.
+ */
+typedef void (*rknp_log_fn)(void *user_data, int32_t level, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration (parent side)                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Parent configuration. Version 1 fields below; later versions only append.
+ * All pointers may be NULL (meaning "default"); strings are copied by
+ * rknp_parent_new.
+ */
+typedef struct rknp_config {
+    uint32_t struct_size;         /* set by rknp_config_init */
+    uint32_t mtu;                 /* 68..65520, default 65520 */
+    const char *cidr;             /* IPv4 network, default "10.0.2.0/24";
+                                     prefix length 1..25 (guest is .100) */
+    const char *ifname;           /* tap name in the child, default "tap0" */
+    uint8_t disable_host_loopback; /* 1: gateway does not reach host lo */
+    uint8_t enable_ipv6;          /* 1: fd00::/64, gw fd00::2, dns fd00::3 */
+    uint8_t disable_dns;          /* 1: no DNS forwarder at .3 / fd00::3 */
+    uint8_t disable_offload;      /* 1: plain tap frames, no virtio-net
+                                     header / TSO / checksum offload */
+    const char *ipv6_address;     /* guest IPv6 address in fd00::/64;
+                                     NULL: SLAAC */
+    const char *outbound_addr;    /* host IPv4 address to bind outbound
+                                     connections to, NULL: any */
+    const char *outbound_addr6;   /* host IPv6 address, NULL: any */
+    const char *mac_address;      /* tap MAC "xx:xx:xx:xx:xx:xx", NULL:
+                                     kernel-chosen */
+    rknp_log_fn log_fn;           /* NULL: messages are dropped */
+    void *log_user_data;          /* passed to log_fn */
+    uint32_t handover_timeout_ms; /* child side wait for the parent's
+                                     acknowledgement; default 10000 */
+    /* 1.2 */
+    uint8_t enable_dhcp;          /* 1: libslirp's DHCP server answers the
+                                     guest (leases from .15); default 0:
+                                     the child configures its address
+                                     itself and needs none */
+    uint8_t tcp_path;             /* RKNP_TCP_PATH_*: which stack carries
+                                     the guest's outbound TCP */
+    /* 1.3 */
+    uint8_t disable_sandbox;      /* 1: the stack thread runs without its
+                                     seccomp filter and Landlock ruleset
+                                     (default 0: both, where the kernel
+                                     has them; see rknp_stats.sandbox) */
+    uint32_t max_flows;           /* most guest flows (TCP and UDP, both
+                                     TCP paths) holding a host socket at
+                                     once; beyond it new ones are refused
+                                     and counted. 0: the default, 16384,
+                                     lowered so that a quarter of the
+                                     process's RLIMIT_NOFILE stays free */
+    uint32_t max_new_flows_per_sec; /* new guest flows per second (bursts
+                                     of that many); more are refused and
+                                     counted. 0: the default, 20000 */
+} rknp_config;
+
+/** rknp_config.tcp_path (1.2). */
+enum {
+    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: libslirp in 1.3 */
+    RKNP_TCP_PATH_FAST = 1,    /* each guest connection on its own host
+                                  socket, scaled windows, 64 KiB frames
+                                  (needs offloads and Linux >= 6.9's
+                                  SO_PEEK_OFF for TCP; else libslirp) */
+    RKNP_TCP_PATH_SLIRP = 2    /* all TCP through libslirp */
+};
+
+/** Sizes of rknp_config as each minor that changed it defined it. */
+#define RKNP_CONFIG_SIZE_1_0 \
+    (offsetof(rknp_config, handover_timeout_ms) + sizeof(uint32_t))
+#define RKNP_CONFIG_SIZE_1_2 \
+    (offsetof(rknp_config, tcp_path) + sizeof(uint8_t))
+#define RKNP_CONFIG_SIZE_1_3 \
+    (offsetof(rknp_config, max_new_flows_per_sec) + sizeof(uint32_t))
+
+/**
+ * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
+ * default the library knows and struct_size. Returns
+ * RKNP_ERR_INVALID_ARGUMENT if cfg is NULL or struct_size is smaller than
+ * RKNP_CONFIG_SIZE_1_0. Thread-safe.
+ */
+RKNP_API rknp_status rknp_config_init(rknp_config *cfg, uint32_t struct_size);
+
+/* ------------------------------------------------------------------------ */
+/* Parent side                                                              */
+/* ------------------------------------------------------------------------ */
+
+/** Opaque parent handle: one libslirp stack and the thread that runs it. */
+typedef struct rknp_parent rknp_parent;
+
+/**
+ * Validates cfg and creates a stopped parent. Every bad value is reported
+ * as RKNP_ERR_INVALID_ARGUMENT with a message naming the option and value.
+ * On success *out owns a handle to release with rknp_parent_free.
+ * Thread-safe.
+ */
+RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg,
+                                     rknp_parent **out, rknp_error **err);
+
+/**
+ * Starts the stack: creates the hand-over socket "rknp.sock" in state_dir
+ * (path must fit a unix socket address), starts the stack thread and
+ * returns without waiting for the child. Only a process whose pid is
+ * child_pid and whose uid is the caller's may hand over the tap; other
+ * peers are refused and logged at RKNP_LOG_ERROR. Callable once per handle
+ * (RKNP_ERR_STATE otherwise). Thread-safe with respect to other calls on the
+ * same handle.
+ */
+RKNP_API rknp_status rknp_parent_start(rknp_parent *p, const char *state_dir,
+                                       int32_t child_pid, rknp_error **err);
+
+/** Network the child must use. Strings are NUL-terminated in place. */
+typedef struct rknp_network {
+    uint32_t struct_size;   /* set by the caller: sizeof(rknp_network) */
+    uint32_t mtu;
+    char ifname[16];
+    char ip[16];            /* guest IPv4 address, dotted quad */
+    uint32_t prefix_len;
+    char gateway[16];
+    uint32_t dns_count;     /* 0 (disable_dns), 1 or 2 (IPv4, IPv6) */
+    char dns[2][46];
+    char ipv6_gateway[46];  /* "" unless IPv6 is enabled */
+    /* 1.3 */
+    char libslirp_version[32]; /* the loaded libslirp's version string */
+} rknp_network;
+
+#define RKNP_NETWORK_SIZE_1_0 \
+    (offsetof(rknp_network, ipv6_gateway) + 46)
+#define RKNP_NETWORK_SIZE_1_3 \
+    (offsetof(rknp_network, libslirp_version) + 32)
+
+/**
+ * Fills *out (whose struct_size the caller has set) with the network the
+ * child uses. Valid on any handle that rknp_parent_new returned.
+ * Thread-safe.
+ */
+RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
+                                         rknp_network *out, rknp_error **err);
+
+/**
+ * Number of opaque key/value pairs the child side needs; 0 before
+ * rknp_parent_start succeeded. Thread-safe.
+ */
+RKNP_API uint32_t rknp_parent_opaque_count(const rknp_parent *p);
+
+/**
+ * The index-th opaque pair. *key and *value stay valid until
+ * rknp_parent_free(p). Returns RKNP_ERR_INVALID_ARGUMENT when index is out of
+ * range. Thread-safe.
+ */
+RKNP_API rknp_status rknp_parent_opaque_get(const rknp_parent *p,
+                                            uint32_t index, const char **key,
+                                            const char **value,
+                                            rknp_error **err);
+
+/** Counters of a running parent. Later versions append fields. */
+typedef struct rknp_stats {
+    uint32_t struct_size;          /* set by the caller */
+    uint32_t tap_attached;         /* 1 once the child handed over the tap */
+    uint64_t frames_from_tap;      /* guest -> stack */
+    uint64_t bytes_from_tap;
+    uint64_t frames_to_tap;        /* stack -> guest */
+    uint64_t bytes_to_tap;
+    uint64_t frames_dropped;       /* frames not delivered: failed writes
+                                      to the guest, malformed frames from
+                                      it, IPv4 fragments that could not be
+                                      reassembled */
+    uint64_t handovers_refused;    /* peers refused on the hand-over socket */
+    /* 1.2 */
+    uint64_t segments_merged;      /* guest-bound TCP segments that went out
+                                      merged with others in a GSO frame */
+    uint64_t acks_superseded;      /* guest-bound pure ACKs left out because
+                                      a later one of the flow acked more */
+    /* 1.3 */
+    uint64_t frames_truncated;     /* guest frames longer than the read
+                                      buffer (also in frames_dropped) */
+    uint64_t frames_filtered;      /* guest frames refused by policy: other
+                                      ethertypes than ARP/IPv4/IPv6, source
+                                      outside the guest's network or prefix
+                                      (also in frames_dropped) */
+    uint64_t flows_refused;        /* new guest flows refused: max_flows */
+    uint64_t flows_rate_limited;   /* new guest flows refused:
+                                      max_new_flows_per_sec */
+    uint64_t host_sockets;         /* host sockets held for guest flows
+                                      now (both TCP paths, UDP) */
+    uint64_t tcp_fast_flows;       /* TCP flows on the fast path now */
+    uint64_t tcp_fast_retransmits; /* segments the fast path sent the guest
+                                      again */
+    uint32_t sandbox;              /* RKNP_SANDBOX_* bits in force on the
+                                      stack thread */
+} rknp_stats;
+
+/** rknp_stats.sandbox bits (1.3). */
+enum {
+    RKNP_SANDBOX_SECCOMP = 1u << 0,  /* syscall allowlist on the thread */
+    RKNP_SANDBOX_LANDLOCK = 1u << 1  /* no file system access */
+};
+
+#define RKNP_STATS_SIZE_1_0 \
+    (offsetof(rknp_stats, handovers_refused) + sizeof(uint64_t))
+#define RKNP_STATS_SIZE_1_2 \
+    (offsetof(rknp_stats, acks_superseded) + sizeof(uint64_t))
+#define RKNP_STATS_SIZE_1_3 \
+    (offsetof(rknp_stats, sandbox) + sizeof(uint32_t))
+
+/** Fills *out with a snapshot of the counters. Thread-safe. */
+RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
+                                       rknp_error **err);
+
+/**
+ * Stops the stack thread and releases the stack, the tap fd and the
+ * hand-over socket (the socket file is removed). Blocks until the thread
+ * has exited. Idempotent; callable from any thread except from inside the
+ * log callback. NULL is a no-op. The handle stays valid for rknp_parent_free
+ * and the query functions.
+ */
+RKNP_API void rknp_parent_close(rknp_parent *p);
+
+/** Closes p if needed and frees it. NULL is a no-op. Must be called once,
+ *  when no other thread uses p. */
+RKNP_API void rknp_parent_free(rknp_parent *p);
+
+/* ------------------------------------------------------------------------ */
+/* Port forwarding (parent side)                                            */
+/* ------------------------------------------------------------------------ */
+
+enum { RKNP_PROTO_TCP = 0, RKNP_PROTO_UDP = 1 };
+
+/**
+ * A forward from a host address and port to a guest port. Clients on the
+ * host's loopback reach the guest from the gateway address; other clients
+ * keep their own source address. With disable_host_loopback, libslirp drops
+ * UDP replies to loopback clients (TCP is unaffected). Later versions
+ * append fields.
+ */
+typedef struct rknp_forward {
+    uint32_t struct_size;   /* set by rknp_forward_init */
+    uint32_t protocol;      /* RKNP_PROTO_TCP or RKNP_PROTO_UDP */
+    const char *host_addr;  /* IPv4 or IPv6 literal; NULL: "0.0.0.0" */
+    uint32_t host_port;     /* 1..65535 */
+    uint32_t guest_port;    /* 1..65535 */
+    const char *guest_addr; /* IPv4 literal in the CIDR; NULL: the guest */
+} rknp_forward;
+
+#define RKNP_FORWARD_SIZE_1_1 \
+    (offsetof(rknp_forward, guest_addr) + sizeof(const char *))
+
+/** Clears struct_size bytes of fwd (pass sizeof(rknp_forward)), sets the
+ *  defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if fwd is NULL or
+ *  struct_size is below RKNP_FORWARD_SIZE_1_1. Thread-safe. */
+RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd,
+                                       uint32_t struct_size);
+
+/**
+ * Opens the host socket and starts forwarding; *id_out receives an id for
+ * rknp_parent_remove_forward. Fails with RKNP_ERR_INVALID_ARGUMENT for bad
+ * values or a duplicate (same protocol, host address and port), with
+ * RKNP_ERR_SYSTEM when the host port cannot be bound (in use, privileged),
+ * and with RKNP_ERR_STATE unless the parent is running. Thread-safe: the
+ * request runs on the stack thread and this call waits for it.
+ */
+RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
+                                             const rknp_forward *fwd,
+                                             uint32_t *id_out,
+                                             rknp_error **err);
+
+/** Stops forward id and closes its host socket (established connections
+ *  keep running). Unknown ids are RKNP_ERR_INVALID_ARGUMENT, a parent that
+ *  is not running RKNP_ERR_STATE. Thread-safe. */
+RKNP_API rknp_status rknp_parent_remove_forward(rknp_parent *p, uint32_t id,
+                                                rknp_error **err);
+
+/** One active forward, as listed. Strings are NUL-terminated in place. */
+typedef struct rknp_forward_info {
+    uint32_t struct_size;   /* set by the caller */
+    uint32_t id;
+    uint32_t protocol;
+    uint32_t host_port;
+    uint32_t guest_port;
+    char host_addr[46];
+    char guest_addr[16];
+} rknp_forward_info;
+
+#define RKNP_FORWARD_INFO_SIZE_1_1 \
+    (offsetof(rknp_forward_info, guest_addr) + 16)
+
+/**
+ * Copies up to capacity active forwards (ordered by id) into out, an array
+ * whose elements all carry the same struct_size (the caller's
+ * sizeof(rknp_forward_info), which is also the library's step through the
+ * array; RKNP_ERR_INVALID_ARGUMENT if they differ), and stores the total number
+ * of forwards in *count (which may exceed capacity: call again with a larger
+ * array). out may be NULL when capacity is 0. A closed parent has no
+ * forwards (*count is 0). Thread-safe.
+ */
+RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
+                                               rknp_forward_info *out,
+                                               uint32_t capacity,
+                                               uint32_t *count,
+                                               rknp_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Child side                                                               */
+/* ------------------------------------------------------------------------ */
+
+/** One opaque pair, as produced by rknp_parent_opaque_get. */
+typedef struct rknp_kv {
+    const char *key;
+    const char *value;
+} rknp_kv;
+
+/** Child-side options. Later versions append fields. */
+typedef struct rknp_child_options {
+    uint32_t struct_size;        /* set by rknp_child_options_init */
+    const char *detached_netns_path; /* NULL: the caller's network namespace;
+                                        else a netns file entered on a
+                                        private thread of the library */
+    rknp_log_fn log_fn;          /* NULL: messages are dropped */
+    void *log_user_data;
+    /* 1.2 */
+    uint8_t link_only;           /* 1: create the tap, set it up (MTU, MAC,
+                                    offloads) and hand it over, but leave
+                                    addresses and routes to the caller (as
+                                    slirp4netns without --configure) */
+} rknp_child_options;
+
+#define RKNP_CHILD_OPTIONS_SIZE_1_0 \
+    (offsetof(rknp_child_options, log_user_data) + sizeof(void *))
+#define RKNP_CHILD_OPTIONS_SIZE_1_2 \
+    (offsetof(rknp_child_options, link_only) + sizeof(uint8_t))
+
+/** Clears struct_size bytes of opts (pass sizeof(rknp_child_options)), sets
+ *  the defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if opts is NULL
+ *  or struct_size is below RKNP_CHILD_OPTIONS_SIZE_1_0. Thread-safe. */
+RKNP_API rknp_status rknp_child_options_init(rknp_child_options *opts,
+                                             uint32_t struct_size);
+
+/**
+ * Runs in the child (inside the rootlesskit user namespace). Creates the tap
+ * named by the opaque pairs, brings lo and the tap up, sets MTU, MAC, IPv4
+ * address, default route (and IPv6 when enabled) with netlink, hands the tap
+ * fd to the parent and returns once the parent acknowledged it. On success
+ * the device name is copied to devname (at most devname_len bytes including
+ * the NUL; 16 is always enough). The caller's thread never changes network
+ * namespace. Thread-safe (no shared state), but configuring the same device
+ * twice fails.
+ */
+RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
+                                          uint32_t opaque_count,
+                                          const rknp_child_options *opts,
+                                          char *devname, uint32_t devname_len,
+                                          rknp_error **err);
+
+/* ------------------------------------------------------------------------ */
+/* Versioned entry point                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Function table of ABI major 1. Append-only: a function exists when its
+ * slot ends within struct_size (offsetof + sizeof <= struct_size); the
+ * comment before each block names the minor that added it.
+ */
+typedef struct rknp_api_v1 {
+    /* 1.0 */
+    uint32_t struct_size;
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    uint32_t reserved0;
+    rknp_status (*error_code)(const rknp_error *);
+    const char *(*error_message)(const rknp_error *);
+    void (*error_free)(rknp_error *);
+    uint32_t (*abi_version)(void);
+    const char *(*library_version)(void);
+    rknp_status (*config_init)(rknp_config *, uint32_t);
+    rknp_status (*parent_new)(const rknp_config *, rknp_parent **,
+                              rknp_error **);
+    rknp_status (*parent_start)(rknp_parent *, const char *, int32_t,
+                                rknp_error **);
+    rknp_status (*parent_network)(const rknp_parent *, rknp_network *,
+                                  rknp_error **);
+    uint32_t (*parent_opaque_count)(const rknp_parent *);
+    rknp_status (*parent_opaque_get)(const rknp_parent *, uint32_t,
+                                     const char **, const char **,
+                                     rknp_error **);
+    rknp_status (*parent_stats)(const rknp_parent *, rknp_stats *,
+                                rknp_error **);
+    void (*parent_close)(rknp_parent *);
+    void (*parent_free)(rknp_parent *);
+    rknp_status (*child_options_init)(rknp_child_options *, uint32_t);
+    rknp_status (*child_configure)(const rknp_kv *, uint32_t,
+                                   const rknp_child_options *, char *,
+                                   uint32_t, rknp_error **);
+    /* 1.1 */
+    rknp_status (*forward_init)(rknp_forward *, uint32_t);
+    rknp_status (*parent_add_forward)(rknp_parent *, const rknp_forward *,
+                                      uint32_t *, rknp_error **);
+    rknp_status (*parent_remove_forward)(rknp_parent *, uint32_t,
+                                         rknp_error **);
+    rknp_status (*parent_list_forwards)(const rknp_parent *,
+                                        rknp_forward_info *, uint32_t,
+                                        uint32_t *, rknp_error **);
+} rknp_api_v1;
+
+#define RKNP_API_V1_SIZE_1_0 \
+    (offsetof(rknp_api_v1, child_configure) + sizeof(void (*)(void)))
+#define RKNP_API_V1_SIZE_1_1 \
+    (offsetof(rknp_api_v1, parent_list_forwards) + sizeof(void (*)(void)))
+
+/** Name of the entry point, for dlsym. */
+#define RKNP_GET_API_SYMBOL "rknp_get_api"
+
+/** Type of the entry point. */
+typedef const void *(*rknp_get_api_fn)(uint32_t abi_major);
+
+/**
+ * Returns the static, immutable function table for abi_major (cast it to
+ * rknp_api_v1 for major 1), or NULL if this library does not implement that
+ * major. Thread-safe.
+ */
+RKNP_API const void *rknp_get_api(uint32_t abi_major);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RKNP_H */
