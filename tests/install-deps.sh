@@ -8,6 +8,8 @@ PACKAGES=(
     slirp4netns passt valgrind clang-14 libclang-rt-14-dev
     rootlesskit nlohmann-json3-dev libseccomp-dev
     docker.io busybox-static
+    # Packaging (tests/package/run.sh), the ABI check and the man page.
+    debhelper dpkg-dev fakeroot devscripts lintian abigail-tools help2man
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The whole test suite: build, unit + ABI + integration + reliability tests
-# (ctest), valgrind, a bounded fuzz run, Go tests and the rootlesskit
-# end-to-end tests. Run as root on a fresh
+# (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
+# end-to-end tests and the Debian packages (tests/package/run.sh). Run as root on a fresh
 # machine (it installs the Debian packages it needs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,4 +36,6 @@ echo "== slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_slirp4netns.sh"
 echo "== rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/docker_rootless.sh"
+echo "== packages: .debs built, lintian, installed, hardening-check, demo against them"
+"$ROOT/tests/package/run.sh"
 echo "== all tests passed"

@@ -1,13 +1,20 @@
 // RFC 1071 Internet checksum arithmetic.
 #include "datapath/checksum.hpp"
 
+#include <bit>
 #include <cstring>
 
 namespace rknp {
 
+// The one's-complement sum is byte-order independent (RFC 1071 2.B): words
+// are added as the host loads them, 8 bytes at a time, and csum_fold turns
+// the result into the big-endian value. Only a trailing odd byte and the
+// fold depend on the host's byte order, both chosen at compile time.
+constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+static_assert(kLittleEndian || std::endian::native == std::endian::big);
+
 uint64_t csum_add(uint64_t sum, const uint8_t *data, size_t len) {
-    // Sum big-endian 16-bit words, 8 bytes at a time; a 64-bit accumulator
-    // cannot overflow for frames up to 64 KiB.
+    // A 64-bit accumulator cannot overflow for frames up to 64 KiB.
     while (len >= 8) {
         uint64_t w;
         std::memcpy(&w, data, 8);
@@ -22,15 +29,18 @@ uint64_t csum_add(uint64_t sum, const uint8_t *data, size_t len) {
         data += 2;
         len -= 2;
     }
-    if (len == 1) sum += data[0]; // little-endian: low byte is first
+    // The odd byte is the high half of a big-endian word padded with zero:
+    // where a host-order load of that word puts it.
+    if (len == 1) sum += kLittleEndian ? data[0] : uint64_t(data[0]) << 8;
     return sum;
 }
 
 uint16_t csum_fold(uint64_t sum) {
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    // Words were summed in host (little-endian) order: swap back.
+    // Words were summed in host order: big-endian is the result as is,
+    // little-endian swaps back.
     auto s = uint16_t(sum);
-    return uint16_t((s >> 8) | (s << 8));
+    return kLittleEndian ? uint16_t((s >> 8) | (s << 8)) : s;
 }
 
 } // namespace rknp

@@ -9,7 +9,8 @@ namespace rknp {
 
 // One's-complement sum of data, added to sum (not folded).
 uint64_t csum_add(uint64_t sum, const uint8_t *data, size_t len);
-// Folds a sum to 16 bits (not complemented).
+// Folds a sum to 16 bits (not complemented): the big-endian value of the
+// checksum field, on any host (store it with put_be16).
 uint16_t csum_fold(uint64_t sum);
 
 inline uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }

@@ -12,8 +12,10 @@
 
 namespace rknp {
 
-// struct virtio_net_hdr (linux/virtio_net.h is not valid C++), little-endian
-// as the tap uses it on x86 and arm64.
+// struct virtio_net_hdr (linux/virtio_net.h is not valid C++). Its 16-bit
+// fields are in host byte order on any host: this is the tap's legacy
+// header (no TUNSETVNETLE/BE), which tun reads and writes in the kernel's
+// native order, so VnetHdr goes to and from the tap as it is in memory.
 struct VnetHdr {
     uint8_t flags;
     uint8_t gso_type;

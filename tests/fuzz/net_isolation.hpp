@@ -24,7 +24,13 @@ inline void isolate_network() {
         std::fprintf(stderr, "fuzz: cannot enter a private network namespace "
                              "(%s); refusing to feed frames to libslirp\n",
                      std::strerror(errno));
+#ifdef RKNP_FUZZ_REPLAY
+        // The corpus replay under ctest: a build without namespaces (a
+        // package build in a chroot without user namespaces) skips it.
+        std::exit(77);
+#else
         std::abort();
+#endif
     }
     // Only a loopback device may exist here.
     struct if_nameindex *list = ::if_nameindex();

@@ -4,7 +4,7 @@
 build_all() {
     local build=$1 root
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-    cmake -S "$root" -B "$build" -G Ninja
+    cmake -S "$root" -B "$build" -G Ninja -DRKNP_WERROR=ON
     cmake --build "$build"
     (cd "$root/go-bindings" && go build \
         -ldflags "-X main.DefaultPluginPath=$build/lib/librknp.so.1" \
