@@ -37,8 +37,12 @@ public:
     // Runs until stop is set (and wake_fd signalled).
     void run();
 
-    // For tasks run on the stack thread (forwards).
-    SlirpAdapter &slirp() { return slirp_; }
+    // Forwards, for tasks run on the stack thread; throw Error. TCP
+    // forwards go to the fast path when it is on (and the tap, once
+    // attached, has vnet headers), the rest to libslirp. add_forward says
+    // whether the fast path took it.
+    bool add_forward(const ForwardSpec &f);
+    void remove_forward(const ForwardSpec &f);
 
 private:
     void accept_handover();
@@ -47,6 +51,9 @@ private:
     void detach_tap(const std::string &why);
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
+    // A tap without vnet headers cannot carry the fast path's frames: its
+    // forwards move to libslirp.
+    void forwards_to_slirp();
 
     const ParentConfig &cfg_;
     UniqueFd listen_;
@@ -63,6 +70,7 @@ private:
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
+    std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
     SlirpAdapter slirp_; // last: destroyed first, it points at the above
 };
 
