@@ -239,6 +239,15 @@ forward_case() {
     python3 "$TESTS_LIB/udp_echo.py" --client 127.0.0.1 "$up" || { echo "udp forward: no echo"; ok=0; }
     touch "$SCRATCH/fwd.done"
     wait "$pid" || true
+    # With the fast path its own listener accepted the TCP connection (so
+    # libslirp never saw it); UDP stays libslirp's.
+    local line="tcp 127.0.0.1:$hp -> 10.0.2.100:8080"
+    if [ "$TCP_PATH" = fast ]; then
+        grep -qF "$line (TCP fast path)" "$SCRATCH/plugin.log" || { echo "tcp forward not on the fast path"; ok=0; }
+        ! grep -F "udp 127.0.0.1:$up" "$SCRATCH/plugin.log" | grep -q "fast path" || { echo "udp forward on the fast path"; ok=0; }
+    else
+        ! grep -qF "$line (TCP fast path)" "$SCRATCH/plugin.log" || { echo "tcp forward on the fast path without --tcp-fast"; ok=0; }
+    fi
     [ "$ok" = 1 ]
 }
 check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forward_case
