@@ -113,6 +113,8 @@ void StackLoop::forwards_to_slirp() {
         fast_->remove_forward(reinterpret_cast<sockaddr *>(&ss), len);
         try {
             slirp_.add_forward(f);
+            cfg_.logger.info("forward " + f.host_side() +
+                             " moved to libslirp: the tap has no vnet headers");
         } catch (const Error &e) {
             cfg_.logger.error(std::string(e.what()) + " (moving it to libslirp: "
                               "the tap has no vnet headers)");
