@@ -1,6 +1,9 @@
 // Allocation of the fast path's output batch and the building of its frames.
 #include "datapath/tcp_batch.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace rknp::tcp {
 
 GuestFrames::GuestFrames(size_t data_frames, size_t control_frames)
@@ -16,6 +19,19 @@ void GuestFrames::append(const Endpoints &ep, const OutFields &f,
     s.iov[0] = {&s.vnet, kVnetHdrSize};
     s.iov[1] = {s.hdr.data(), s.hdr_len};
     s.iov[2] = {s.payload, payload_len};
+    ++n_;
+}
+
+void GuestFrames::append_raw(std::span<const uint8_t> frame) {
+    Slot &s = slots_[n_];
+    s.vnet = VnetHdr{};
+    s.hdr_len = std::min(frame.size(), s.hdr.size());
+    std::memcpy(s.hdr.data(), frame.data(), s.hdr_len);
+    s.payload = nullptr;
+    s.payload_len = 0;
+    s.iov[0] = {&s.vnet, kVnetHdrSize};
+    s.iov[1] = {s.hdr.data(), s.hdr_len};
+    s.iov[2] = {nullptr, 0};
     ++n_;
 }
 

@@ -58,6 +58,9 @@ public:
     // be in next_payload(0) (only when data_room() > 0).
     void append(const Endpoints &ep, const OutFields &f, size_t payload_len,
                 uint16_t mss);
+    // Appends a frame that is not TCP (an ARP request), at most
+    // kMaxHeaders bytes, with a vnet header asking for nothing.
+    void append_raw(std::span<const uint8_t> frame);
 
 private:
     struct Slot {

@@ -152,15 +152,28 @@ uint64_t FastPath::hash(const uint8_t guest[16], const uint8_t remote[16],
 }
 
 long FastPath::lookup(const Segment &s, uint64_t h) const {
+    return lookup_key(s.src, s.dst, s.sport, s.dport, s.v6, h);
+}
+
+long FastPath::lookup_key(const uint8_t guest[16], const uint8_t remote[16],
+                          uint16_t gport, uint16_t rport, bool v6, uint64_t h) const {
     for (size_t i = h & index_mask_;; i = (i + 1) & index_mask_) {
         uint32_t v = index_[i];
         if (v == 0) return -1;
         const Endpoints &ep = flows_[v - 1].endpoints();
-        if (hashes_[v - 1] == h && ep.v6 == s.v6 && ep.guest_port == s.sport &&
-            ep.remote_port == s.dport && std::memcmp(ep.guest, s.src, 16) == 0 &&
-            std::memcmp(ep.remote, s.dst, 16) == 0)
+        if (hashes_[v - 1] == h && ep.v6 == v6 && ep.guest_port == gport &&
+            ep.remote_port == rport && std::memcmp(ep.guest, guest, 16) == 0 &&
+            std::memcmp(ep.remote, remote, 16) == 0)
             return long(v - 1);
     }
+}
+
+uint32_t FastPath::isn_for(uint64_t h) const {
+    if (cfg_.fixed_isn) return *cfg_.fixed_isn;
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t us = uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
+    return uint32_t(mix(h, isn_seed_)) + uint32_t(us / 4);
 }
 
 void FastPath::insert(uint32_t idx, uint64_t h) {
@@ -222,7 +235,7 @@ void FastPath::service_pending() {
         if (flows_[idx].closed()) continue;
         FlowContext c = ctx(t);
         flows_[idx].service(c);
-        after(idx);
+        after_flow_call(c, idx);
     }
 }
 
@@ -318,17 +331,9 @@ void FastPath::open_flow(const Segment &s, Route r) {
             o.bind_len = sizeof b6;
         }
     }
-    o.ref = uint64_t(gen_[idx]) << 32 | idx;
+    o.ref = flow_ref(idx);
     uint64_t h = hash(s.src, s.dst, s.sport, s.dport, s.v6);
-    if (cfg_.fixed_isn) {
-        o.isn = *cfg_.fixed_isn;
-    } else {
-        // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
-        timespec ts{};
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t us = uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
-        o.isn = uint32_t(mix(h, isn_seed_)) + uint32_t(us / 4);
-    }
+    o.isn = isn_for(h);
 
     int64_t t = now();
     FlowContext c = ctx(t);
@@ -344,6 +349,7 @@ void FastPath::open_flow(const Segment &s, Route r) {
 
 Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     if (!enabled_) return Verdict::NotMine;
+    learn_guest_mac(frame);
     Segment s;
     switch (parse_segment(frame, s)) {
     case Parse::NotTcp:
@@ -385,8 +391,12 @@ void FastPath::poll_events() {
     for (int i = 0; i < n; ++i) {
         uint64_t ref = evs[i].data.u64;
         if (ref == kWakeRef) continue;
-        uint32_t idx = uint32_t(ref), gen = uint32_t(ref >> 32);
-        if (idx >= flows_.size() || gen_[idx] != gen || flows_[idx].closed()) continue;
+        if (ref & kListenerTag) {
+            accept_forward(size_t(uint32_t(ref)));
+            continue;
+        }
+        uint32_t idx = uint32_t(ref);
+        if (idx >= flows_.size() || flow_ref(idx) != ref || flows_[idx].closed()) continue;
         FlowContext c = ctx(now());
         flows_[idx].socket_events(c, evs[i].events);
         after(idx);
@@ -408,8 +418,210 @@ void FastPath::run_timers(int64_t now_ms) {
         timers_.cancel(idx);
         FlowContext c = ctx(now_ms);
         flows_[idx].timer(c);
+        after_flow_call(c, idx);
+    }
+}
+
+// --- Forwarded ports ----------------------------------------------------
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                          uint16_t guest_port) {
+    if (host_len > socklen_t(sizeof(sockaddr_storage))) return EINVAL;
+    UniqueFd fd(::socket(host->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return errno;
+    int one = 1;
+    // "::" must not also claim the IPv4 port: that is a forward of its own.
+    if (host->sa_family == AF_INET6 &&
+        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        return errno;
+    if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        ::bind(fd.get(), host, host_len) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
+        return errno;
+    size_t slot = 0;
+    while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
+    if (slot == fwds_.size()) fwds_.emplace_back();
+    epoll_event ev{};
+    ev.events = EPOLLIN; // level-triggered: a bounded accept batch per round
+    ev.data.u64 = kListenerTag | slot;
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
+    ForwardListener &l = fwds_[slot];
+    l.fd = std::move(fd);
+    std::memset(&l.host, 0, sizeof l.host);
+    std::memcpy(&l.host, host, host_len);
+    l.host_len = host_len;
+    l.guest4 = guest4;
+    l.guest_port = guest_port;
+    return 0;
+}
+
+namespace {
+
+bool same_host(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
+    if (a.ss_family != b->sa_family) return false;
+    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
+        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in *>(b);
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
+        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
+        return x->sin6_port == y->sin6_port &&
+               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+    }
+    return false;
+}
+
+// Closes a host connection with an RST rather than a FIN: the client must
+// not take a refused connection for an empty reply.
+void reset_close(UniqueFd &fd) {
+    linger l{1, 0};
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    fd.reset();
+}
+
+} // namespace
+
+bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
+    for (ForwardListener &l : fwds_) {
+        if (l.fd && same_host(l.host, host, host_len)) {
+            l.fd.reset(); // also leaves the epoll set; connections pending
+                          // in its backlog are reset by the kernel
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t FastPath::forwards() const {
+    size_t n = 0;
+    for (const ForwardListener &l : fwds_) n += l.fd ? 1 : 0;
+    return n;
+}
+
+void FastPath::accept_forward(size_t slot) {
+    if (slot >= fwds_.size() || !fwds_[slot].fd) return;
+    for (int i = 0; i < kAcceptBudget; ++i) {
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        int s = ::accept4(fwds_[slot].fd.get(), reinterpret_cast<sockaddr *>(&peer), &len,
+                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (s < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return; // EAGAIN; EMFILE and the like: the next round retries
+        }
+        ++stats_.forward_accepted;
+        open_forwarded(fwds_[slot], UniqueFd(s), peer);
+    }
+}
+
+uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
+    uint32_t a = 0;
+    if (peer.ss_family == AF_INET) {
+        a = ntohl(reinterpret_cast<const sockaddr_in &>(peer).sin_addr.s_addr);
+    } else if (peer.ss_family == AF_INET6) {
+        // The guest is IPv4: an IPv6 peer (loopback or not) shows as the
+        // gateway, an IPv4-mapped one as its IPv4 address.
+        const auto &a6 = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr;
+        if (is_mapped_v4(a6.s6_addr)) a = v4_of(a6.s6_addr);
+    }
+    // Loopback and unspecified as libslirp has it; also anything the
+    // guest's answer would not come back to us for (its own network,
+    // non-unicast).
+    if (!unicast4(a) || (a & cfg_.mask4) == (cfg_.net4 & cfg_.mask4)) a = cfg_.gateway4;
+    return a;
+}
+
+void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
+                              const sockaddr_storage &peer) {
+    Endpoints ep;
+    ep.v6 = false;
+    if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
+    const uint8_t gw[4] = {uint8_t(cfg_.gateway4 >> 24), uint8_t(cfg_.gateway4 >> 16),
+                           uint8_t(cfg_.gateway4 >> 8), uint8_t(cfg_.gateway4)};
+    gateway_mac4(gw, ep.gw_mac);
+    const uint8_t g4[4] = {uint8_t(l.guest4 >> 24), uint8_t(l.guest4 >> 16),
+                           uint8_t(l.guest4 >> 8), uint8_t(l.guest4)};
+    map_v4(g4, ep.guest);
+    const uint32_t src = forwarded_source(peer);
+    const uint8_t r4[4] = {uint8_t(src >> 24), uint8_t(src >> 16), uint8_t(src >> 8),
+                           uint8_t(src)};
+    map_v4(r4, ep.remote);
+    ep.guest_port = l.guest_port;
+    ep.remote_port = peer.ss_family == AF_INET6
+                         ? ntohs(reinterpret_cast<const sockaddr_in6 &>(peer).sin6_port)
+                         : ntohs(reinterpret_cast<const sockaddr_in &>(peer).sin_port);
+    const uint64_t h = hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
+    // A full table, or the 4-tuple taken by a flow the guest opened (two
+    // host peers can only clash after the gateway translation).
+    if (free_.empty() ||
+        lookup_key(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h) >= 0) {
+        if (free_.empty()) ++stats_.flows_refused;
+        ++stats_.forward_refused;
+        reset_close(sock);
+        return;
+    }
+    uint32_t idx = free_.back();
+    free_.pop_back();
+    FlowContext c = ctx(now());
+    flows_[idx].open_accepted(c, std::move(sock), ep, flow_ref(idx), isn_for(h));
+    if (flows_[idx].closed()) {
+        ++stats_.forward_refused;
+        free_.push_back(idx);
+        return;
+    }
+    insert(idx, h);
+    ++live_;
+    ++stats_.flows_opened;
+    after_flow_call(c, idx);
+}
+
+void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
+    if (frame.size() < kEthLen) return;
+    const uint8_t *mac = frame.data() + 6;
+    if (guest_mac_known_ && std::memcmp(mac, guest_mac_, 6) == 0) return;
+    static const uint8_t zero[6] = {};
+    if ((mac[0] & 1) != 0 || std::memcmp(mac, zero, 6) == 0) return; // not unicast
+    std::memcpy(guest_mac_, mac, 6);
+    const bool first = !guest_mac_known_;
+    guest_mac_known_ = true;
+    if (!first || live_ == 0) return;
+    // SYNs of forwarded connections waited for it (rare: once per tap).
+    int64_t t = now();
+    for (uint32_t idx = 0; idx < flows_.size(); ++idx) {
+        if (flows_[idx].state() != Flow::State::HostSynSent) continue;
+        FlowContext c = ctx(t);
+        flows_[idx].guest_mac_learned(c, guest_mac_);
         after(idx);
     }
+}
+
+void FastPath::after_flow_call(const FlowContext &c, uint32_t idx) {
+    if (c.want_guest_mac && !flows_[idx].closed()) send_arp(flows_[idx].endpoints().guest);
+    after(idx);
+}
+
+void FastPath::send_arp(const uint8_t guest[16]) {
+    if (!out_.control_room()) {
+        ++stats_.frames_lost;
+        return;
+    }
+    // Who has <guest>? Tell <gateway>: from the gateway's MAC, as libslirp
+    // asks (its answer also reaches libslirp, which learns it too).
+    uint8_t f[42] = {};
+    std::memset(f, 0xff, 6);
+    const uint8_t gw[4] = {uint8_t(cfg_.gateway4 >> 24), uint8_t(cfg_.gateway4 >> 16),
+                           uint8_t(cfg_.gateway4 >> 8), uint8_t(cfg_.gateway4)};
+    gateway_mac4(gw, f + 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
+    std::memcpy(f + 14, arp, 8);
+    std::memcpy(f + 22, f + 6, 6); // sender MAC
+    std::memcpy(f + 28, gw, 4);    // sender IP
+    std::memcpy(f + 38, guest + 12, 4);
+    out_.append_raw(f);
+    ++stats_.arp_requests;
 }
 
 } // namespace rknp::tcp

@@ -13,9 +13,16 @@
 // when it is readable; ms_until_next_timer() bounds the poll timeout and
 // run_timers() runs after the poll. After each of these calls the loop
 // writes frames() to the tap (one writev per frame) and clears it.
+//
+// Forwarded TCP ports (add_forward): the fast path owns the listening
+// socket, in the same epoll set; each accepted connection becomes a flow
+// that starts with a SYN to the guest (Flow::open_accepted). The guest's
+// MAC, needed to address that SYN, is learnt from its frames (an ARP
+// request asks for it if none came yet).
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -109,12 +116,38 @@ public:
     // (one writev each) and clear()s the batch after every call.
     GuestFrames &frames() { return out_; }
 
+    // A TCP forward: listens on host (SO_REUSEADDR, IPV6_V6ONLY for IPv6,
+    // like libslirp's) and sends what it accepts to guest4:guest_port
+    // (host byte order). Returns 0 or the errno of the step that failed
+    // (EADDRINUSE for a port in use).
+    int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                    uint16_t guest_port);
+    // Closes the listener of host; flows it accepted continue (as with
+    // libslirp). False if there is none.
+    bool remove_forward(const sockaddr *host, socklen_t host_len);
+    size_t forwards() const;
+
     const FastPathStats &stats() const { return stats_; }
     size_t flows() const { return live_; }
 
 private:
+    // epoll data: flows have gen (30 bits) << 32 | slot; listeners the
+    // tag bit and their index in fwds_; the eventfd all ones.
     static constexpr uint64_t kWakeRef = ~uint64_t(0);
+    static constexpr uint64_t kListenerTag = uint64_t(1) << 62;
+    static constexpr uint32_t kGenMask = 0x3fffffff;
     static constexpr int kMaxEvents = 64;
+    // Connections accepted per listener and wake-up: the listener is
+    // level-triggered, the rest wait for the next round.
+    static constexpr int kAcceptBudget = 16;
+
+    struct ForwardListener {
+        UniqueFd fd; // invalid: free entry
+        sockaddr_storage host{};
+        socklen_t host_len = 0;
+        uint32_t guest4 = 0;
+        uint16_t guest_port = 0;
+    };
 
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
@@ -124,6 +157,13 @@ private:
                   uint16_t gport, uint16_t rport, bool v6) const;
     // Slot of the flow of s, or -1.
     long lookup(const Segment &s, uint64_t h) const;
+    long lookup_key(const uint8_t guest[16], const uint8_t remote[16], uint16_t gport,
+                    uint16_t rport, bool v6, uint64_t h) const;
+    uint64_t flow_ref(uint32_t idx) const {
+        return uint64_t(gen_[idx] & kGenMask) << 32 | idx;
+    }
+    // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
+    uint32_t isn_for(uint64_t h) const;
     void insert(uint32_t idx, uint64_t h);
     void erase(uint32_t idx);
     // Bookkeeping after any call into a flow: timer, pending work, freeing.
@@ -132,6 +172,17 @@ private:
     void reply_rst(const Segment &s);
     void service_pending();
     void wake();
+    void accept_forward(size_t slot);
+    void open_forwarded(const ForwardListener &l, UniqueFd sock,
+                        const sockaddr_storage &peer);
+    // The guest's source address as a forwarded flow shows it (libslirp's
+    // sotranslate_accept): the peer's, or the gateway for loopback and
+    // anything the guest could not answer.
+    uint32_t forwarded_source(const sockaddr_storage &peer) const;
+    void learn_guest_mac(std::span<const uint8_t> frame);
+    // A flow wanted the guest's MAC: ARP for its address.
+    void after_flow_call(const FlowContext &c, uint32_t idx);
+    void send_arp(const uint8_t guest[16]);
 
     FastPathConfig cfg_;
     bool enabled_ = false;
@@ -151,6 +202,9 @@ private:
     size_t pending_head_ = 0, pending_count_ = 0;
     size_t live_ = 0;
     uint64_t seed_ = 0, isn_seed_ = 0;
+    std::vector<ForwardListener> fwds_;
+    uint8_t guest_mac_[6]{};
+    bool guest_mac_known_ = false;
 };
 
 } // namespace rknp::tcp

@@ -1,4 +1,4 @@
-// One flow's state machine: guest segments in, socket events, timers, frames out.
+// One flow after setup: guest segments, socket events, timers, frames out.
 #include "datapath/tcp_flow.hpp"
 
 #include <linux/sock_diag.h>
@@ -8,86 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 #include "datapath/tcp_seq.hpp"
 
 namespace rknp::tcp {
-
-namespace {
-
-constexpr uint32_t kEstablishedEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-
-void set_int(int fd, int level, int opt, int v) {
-    // Best effort: a missing option only costs performance.
-    (void)::setsockopt(fd, level, opt, &v, sizeof v);
-}
-
-uint16_t mss_for_mtu(uint32_t mtu, bool v6) {
-    uint32_t hdrs = (v6 ? kIp6Len : kIp4Len) + kTcpLen;
-    uint32_t m = mtu > hdrs + 64 ? mtu - hdrs : 64;
-    return uint16_t(std::min<uint32_t>(m, kMaxPayload));
-}
-
-} // namespace
-
-bool Flow::open(FlowContext &c, const Open &o) {
-    const Segment &syn = *o.syn;
-    v_ = Vars{};
-    v_.ep = o.ep;
-    v_.ref = o.ref;
-    v_.irs = syn.seq;
-    v_.rcv_nxt = syn.seq + 1;
-    v_.iss = o.isn;
-    v_.snd_una = v_.snd_nxt = v_.snd_high = v_.recover = o.isn + 1;
-    // RFC 7323: scaling only if the guest offered it; its shift is capped
-    // at 14, and the window in its SYN is not scaled.
-    if (syn.wscale >= 0) {
-        v_.guest_ws = uint8_t(std::min(syn.wscale, 14));
-        v_.our_ws = kOurWs;
-    }
-    v_.snd_wnd = syn.window;
-    v_.last_wnd_field = syn.window;
-    v_.our_mss = mss_for_mtu(c.mtu, o.ep.v6);
-    // Never trust the guest's MSS below the classic minimum (a 1-byte MSS
-    // would make every GSO frame 64k segments) nor above our link.
-    uint16_t want = syn.mss != 0 ? syn.mss : (o.ep.v6 ? 1220 : 536);
-    v_.mss = std::min<uint16_t>(std::max<uint16_t>(want, 536), v_.our_mss);
-
-    int fam = o.target->sa_family;
-    sock_.reset(::socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!sock_) {
-        ++c.stats.flows_refused;
-        v_.state = State::Connecting; // so close() answers the SYN
-        close(c, true, false);
-        return false;
-    }
-    const int fd = sock_.get();
-    // The guest's stack already decided when to push (Nagle/cork happened
-    // there): a second Nagle here would only add delay.
-    set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    // Urgent data inline: without this the kernel takes the urgent byte
-    // out of the stream and our byte counting (peek offset = bytes in
-    // flight) would slip. URG is never passed on in either direction.
-    set_int(fd, SOL_SOCKET, SO_OOBINLINE, 1);
-    int zero = 0;
-    if (::setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0 ||
-        (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
-        ++c.stats.connect_failed;
-        v_.state = State::Connecting;
-        close(c, true, false);
-        return false;
-    }
-    v_.state = State::Connecting;
-    if (::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) {
-        ++c.stats.connect_failed;
-        close(c, true, false);
-        return false;
-    }
-    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR.
-    set_epoll(c, EPOLLOUT | EPOLLET, true);
-    return !closed();
-}
 
 void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
     epoll_event ev{};
@@ -95,17 +20,6 @@ void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
     ev.data.u64 = v_.ref;
     if (::epoll_ctl(c.epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, sock_.get(), &ev) < 0)
         close(c, true, true); // ENOMEM/ENOSPC: cannot watch it, give up
-}
-
-void Flow::connected(FlowContext &c) {
-    v_.state = State::SynAckSent;
-    set_epoll(c, kEstablishedEvents, false);
-    if (closed()) return;
-    v_.rto_ms = kRtoInitialMs;
-    v_.rto_at = c.now + v_.rto_ms;
-    v_.rtt_timing = true; // SYN-ACK to the guest's ACK: the first sample
-    v_.rtt_start = c.now;
-    if (!send_synack(c)) v_.owe_synack = true;
 }
 
 uint32_t Flow::window_now() {
@@ -167,24 +81,6 @@ bool Flow::emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
     f.window = window;
     f.ip_id = v_.ip_id++;
     c.out.append(v_.ep, f, payload_len, v_.mss);
-    return true;
-}
-
-bool Flow::send_synack(FlowContext &c) {
-    if (!c.out.control_room()) return false;
-    // The window of a SYN is never scaled (RFC 7323 2.2).
-    uint32_t w = std::min<uint32_t>(window_now(), 65535);
-    v_.adv_wnd = w;
-    OutFields f;
-    f.seq = v_.iss;
-    f.ack = v_.rcv_nxt;
-    f.flags = kSyn | kAck;
-    f.window = uint16_t(w);
-    f.mss_opt = v_.our_mss;
-    f.ws_opt = v_.our_ws != 0 ? v_.our_ws : -1;
-    f.ip_id = v_.ip_id++;
-    c.out.append(v_.ep, f, 0, v_.mss);
-    v_.owe_synack = false;
     return true;
 }
 
@@ -259,6 +155,9 @@ void Flow::guest_segment(FlowContext &c, const Segment &s) {
     }
     switch (v_.state) {
     case State::Free:
+        return;
+    case State::HostSynSent:
+        host_syn_segment(c, s);
         return;
     case State::Connecting:
         // Only retransmitted SYNs can come before our SYN-ACK.
@@ -553,6 +452,7 @@ void Flow::push(FlowContext &c) {
 void Flow::flush_owed(FlowContext &c) {
     if (closed()) return;
     if (v_.owe_synack && v_.state == State::SynAckSent) send_synack(c);
+    if (v_.owe_synack && v_.state == State::HostSynSent) send_syn(c);
     if (v_.owe_ack && v_.state == State::Established) send_ack(c);
 }
 
@@ -599,6 +499,11 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         close(c, true, true);
         return;
     }
+    if (v_.state == State::HostSynSent) {
+        // The host client is gone before the guest answered.
+        if (ev & EPOLLHUP) close(c, true, true);
+        return;
+    }
     if (v_.state == State::Established) {
         if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) push(c);
         if (closed()) return;
@@ -609,6 +514,10 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
 }
 
 void Flow::on_rto(FlowContext &c) {
+    if (v_.state == State::HostSynSent) {
+        on_syn_rto(c);
+        return;
+    }
     if (v_.state == State::SynAckSent) {
         if (++v_.retries > kMaxRetries) {
             ++c.stats.timeouts;

@@ -35,6 +35,12 @@ struct FastPathStats {
     uint64_t frames_lost = 0;     // control frames dropped: batch full
     uint64_t bytes_to_host = 0;
     uint64_t bytes_to_guest = 0;  // acknowledged by the guest
+    // Forwarded ports (host-initiated flows).
+    uint64_t forward_accepted = 0;  // connections accepted on forward listeners
+    uint64_t forward_refused = 0;   // of those, closed at once (table full, clash)
+    uint64_t forward_established = 0; // the guest answered our SYN
+    uint64_t forward_syn_timeouts = 0; // the guest never answered
+    uint64_t arp_requests = 0;     // guest MAC not known yet: asked for it
 };
 
 // What a flow needs from the fast path during one call.
@@ -44,11 +50,15 @@ struct FlowContext {
     int epfd;
     int64_t now; // ms, monotonic
     uint32_t mtu;
+    // Set by a flow that has a frame for a guest whose MAC is unknown.
+    bool want_guest_mac = false;
 };
 
 class Flow {
 public:
-    enum class State : uint8_t { Free, Connecting, SynAckSent, Established };
+    // Guest-initiated: Connecting (host connect() in progress), SynAckSent.
+    // Host-initiated (a forwarded port): HostSynSent, our SYN is out.
+    enum class State : uint8_t { Free, Connecting, SynAckSent, HostSynSent, Established };
 
     static constexpr int kOurWs = 7;            // our windows up to 8 MiB
     static constexpr uint32_t kRtoInitialMs = 1000; // RFC 6298, before any sample
@@ -56,6 +66,9 @@ public:
                                                     // delays ACKs up to 40 ms
     static constexpr uint32_t kRtoMaxMs = 16000;
     static constexpr uint8_t kMaxRetries = 8;
+    // SYNs to the guest: 1+2+4+8+16+16+16 s, about libslirp's 75 s
+    // connection-establishment timer.
+    static constexpr uint8_t kMaxSynRetries = 6;
     static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
     static constexpr int64_t kHalfClosedIdleMs = 60000;
     static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
@@ -73,6 +86,14 @@ public:
     // Starts the host side of a guest SYN. False if that failed at once;
     // the guest then got an RST and the flow stayed Free.
     bool open(FlowContext &c, const Open &o);
+    // Starts a host-initiated flow on an accepted socket (a forwarded
+    // port): a SYN to the guest, retransmitted with backoff until it
+    // answers with a SYN-ACK. With no guest MAC yet (ep.guest_mac zero)
+    // the SYN waits for guest_mac_learned() or the timer.
+    void open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uint64_t ref,
+                       uint32_t isn);
+    // The guest's MAC became known: a waiting SYN goes out now.
+    void guest_mac_learned(FlowContext &c, const uint8_t mac[6]);
 
     void guest_segment(FlowContext &c, const Segment &s);
     void socket_events(FlowContext &c, uint32_t events);
@@ -131,6 +152,11 @@ private:
     };
 
     void connected(FlowContext &c);
+    bool send_syn(FlowContext &c);
+    // The guest's SYN-ACK to our SYN: established both ways.
+    void syn_answered(FlowContext &c, const Segment &s);
+    void host_syn_segment(FlowContext &c, const Segment &s);
+    void on_syn_rto(FlowContext &c);
     bool process_ack(FlowContext &c, const Segment &s);
     void process_data(FlowContext &c, const Segment &s);
     void push(FlowContext &c);

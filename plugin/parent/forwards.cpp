@@ -54,6 +54,22 @@ bool ForwardSpec::same_host_side(const ForwardSpec &o) const {
                    : host4 == o.host4;
 }
 
+socklen_t ForwardSpec::host_sockaddr(sockaddr_storage &out) const {
+    out = sockaddr_storage{};
+    if (host_v6) {
+        auto *a = reinterpret_cast<sockaddr_in6 *>(&out);
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = host6;
+        a->sin6_port = htons(host_port);
+        return sizeof *a;
+    }
+    auto *a = reinterpret_cast<sockaddr_in *>(&out);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(host4);
+    a->sin_port = htons(host_port);
+    return sizeof *a;
+}
+
 void ForwardTable::check_new(const ForwardSpec &s) const {
     for (const auto &[id, f] : fwds_)
         if (f.same_host_side(s))

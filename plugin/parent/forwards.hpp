@@ -30,6 +30,8 @@ struct ForwardSpec {
     // "tcp 127.0.0.1:8080": the host side, for messages.
     std::string host_side() const;
     bool same_host_side(const ForwardSpec &o) const;
+    // The host side as a socket address; returns its length.
+    socklen_t host_sockaddr(sockaddr_storage &out) const;
 };
 
 class ForwardTable {

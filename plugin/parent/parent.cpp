@@ -178,11 +178,13 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");
     fwds_.check_new(spec);
-    on_stack([&](StackLoop &loop) { loop.slirp().add_forward(spec); });
+    bool fast = false;
+    on_stack([&](StackLoop &loop) { fast = loop.add_forward(spec); });
     uint32_t id = fwds_.insert(spec);
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
                      " -> " + format_ipv4(spec.guest) + ":" +
-                     std::to_string(spec.guest_port));
+                     std::to_string(spec.guest_port) +
+                     (fast ? " (TCP fast path)" : ""));
     return id;
 }
 
@@ -191,7 +193,7 @@ void Parent::remove_forward(uint32_t id) {
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");
     ForwardSpec spec = fwds_.at(id);
-    on_stack([&](StackLoop &loop) { loop.slirp().remove_forward(spec); });
+    on_stack([&](StackLoop &loop) { loop.remove_forward(spec); });
     fwds_.erase(id);
 }
 

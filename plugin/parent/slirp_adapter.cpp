@@ -121,19 +121,7 @@ struct HostAddr {
 
 HostAddr host_sockaddr(const ForwardSpec &f) {
     HostAddr h;
-    if (f.host_v6) {
-        auto *a = reinterpret_cast<sockaddr_in6 *>(&h.ss);
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = f.host6;
-        a->sin6_port = htons(f.host_port);
-        h.len = sizeof *a;
-    } else {
-        auto *a = reinterpret_cast<sockaddr_in *>(&h.ss);
-        a->sin_family = AF_INET;
-        a->sin_addr = in4(f.host4);
-        a->sin_port = htons(f.host_port);
-        h.len = sizeof *a;
-    }
+    h.len = f.host_sockaddr(h.ss);
     return h;
 }
 

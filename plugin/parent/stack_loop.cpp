@@ -76,8 +76,56 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 
 void StackLoop::flush_fast_path() {
     tcp::GuestFrames &out = fast_->frames();
-    for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
+    // Only a forward's SYN can be produced without a guest frame; a tap
+    // without vnet headers must not get it (forwards_to_slirp covers that).
+    if (tap_.vnet_hdr())
+        for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
+    else if (!out.empty())
+        Stats::add(stats_.frames_dropped, out.size());
     out.clear();
+}
+
+bool StackLoop::add_forward(const ForwardSpec &f) {
+    if (f.udp || !fast_ || (tap_.attached() && !tap_.vnet_hdr())) {
+        slirp_.add_forward(f);
+        return false;
+    }
+    sockaddr_storage ss;
+    socklen_t len = f.host_sockaddr(ss);
+    int err = fast_->add_forward(reinterpret_cast<sockaddr *>(&ss), len, f.guest,
+                                 f.guest_port);
+    if (err != 0) throw_errno("forward " + f.host_side(), err);
+    fast_forwards_.push_back(f);
+    return true;
+}
+
+void StackLoop::remove_forward(const ForwardSpec &f) {
+    for (auto it = fast_forwards_.begin(); it != fast_forwards_.end(); ++it) {
+        if (!it->same_host_side(f)) continue;
+        sockaddr_storage ss;
+        socklen_t len = f.host_sockaddr(ss);
+        fast_->remove_forward(reinterpret_cast<sockaddr *>(&ss), len);
+        fast_forwards_.erase(it);
+        return;
+    }
+    slirp_.remove_forward(f);
+}
+
+void StackLoop::forwards_to_slirp() {
+    for (const ForwardSpec &f : fast_forwards_) {
+        sockaddr_storage ss;
+        socklen_t len = f.host_sockaddr(ss);
+        fast_->remove_forward(reinterpret_cast<sockaddr *>(&ss), len);
+        try {
+            slirp_.add_forward(f);
+            cfg_.logger.info("forward " + f.host_side() +
+                             " moved to libslirp: the tap has no vnet headers");
+        } catch (const Error &e) {
+            cfg_.logger.error(std::string(e.what()) + " (moving it to libslirp: "
+                              "the tap has no vnet headers)");
+        }
+    }
+    fast_forwards_.clear();
 }
 
 tcp::Admission StackLoop::admit_fast_flow() {
@@ -125,6 +173,7 @@ void StackLoop::publish_stats() {
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
     tap_.attach(std::move(a.tap), a.vnet_hdr);
+    if (fast_ && !a.vnet_hdr) forwards_to_slirp();
     stats_.tap_attached.store(true);
     cfg_.logger.info("tap \"" + a.ifname + "\" attached" +
                      (a.vnet_hdr ? " (offloads on)" : " (offloads off)"));

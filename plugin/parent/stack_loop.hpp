@@ -38,8 +38,12 @@ public:
     // Runs until stop is set (and wake_fd signalled).
     void run();
 
-    // For tasks run on the stack thread (forwards).
-    SlirpAdapter &slirp() { return slirp_; }
+    // Forwards, for tasks run on the stack thread; throw Error. TCP
+    // forwards go to the fast path when it is on (and the tap, once
+    // attached, has vnet headers), the rest to libslirp. add_forward says
+    // whether the fast path took it.
+    bool add_forward(const ForwardSpec &f);
+    void remove_forward(const ForwardSpec &f);
 
 private:
     // The hand-over's fds in this round's poll set, and serving them.
@@ -62,6 +66,9 @@ private:
     // Gauges and the fast path's counters into Stats, once a round; a
     // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();
+    // A tap without vnet headers cannot carry the fast path's frames: its
+    // forwards move to libslirp.
+    void forwards_to_slirp();
 
     const ParentConfig &cfg_;
     handover::Server handover_;
@@ -80,6 +87,7 @@ private:
     int64_t refusal_logged_ms_ = 0;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::optional<tcp::FastPath> fast_;
+    std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
     SlirpAdapter slirp_; // last: destroyed first, it points at the above
 };
 

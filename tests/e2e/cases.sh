@@ -278,7 +278,11 @@ port_case() {
     tp2=$(free_port 127.0.0.1)
     rp=$(free_port 0.0.0.0)
     ru=$(free_udp_port 0.0.0.0)
-    rk_argv "$net" --copy-up=/etc --port-driver="$pd" --state-dir="$ST" \
+    # With --plugin-tcp=fast the TCP ports are the fast path's: the
+    # library's log line (debug output for rootlesskit) says so.
+    local fastlog=()
+    [ "$pd" = plugin ] && [ "${E2E_PLUGIN_TCP:-}" = fast ] && fastlog=(--debug)
+    rk_argv "$net" "${fastlog[@]}" --copy-up=/etc --port-driver="$pd" --state-dir="$ST" \
         -p "127.0.0.1:$tp:8080/tcp" -p "127.0.0.1:$up:5353/udp" \
         -p "0.0.0.0:$rp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
         "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
@@ -287,6 +291,10 @@ port_case() {
     # TCP: the file through the published port, bytes compared.
     sha=$(http_sha_eventually "$tp")
     expect "file through 127.0.0.1:$tp -> child :8080" "^$FILE_SHA\$" "$sha"
+    if [ ${#fastlog[@]} -gt 0 ]; then
+        out=$(grep -F "tcp 127.0.0.1:$tp -> " "$RKLOG" | grep -c "(TCP fast path)" || true)
+        expect "the TCP forward of 127.0.0.1:$tp is on the fast path" "^1\$" "$out"
+    fi
 
     # UDP echo through the published UDP port.
     out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$up")

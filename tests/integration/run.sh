@@ -220,12 +220,15 @@ detached_case() {
 }
 check "detached netns: tap made there, caller's namespace untouched (root)" detached_case
 
+# forward_case [--disable-offload]: without offloads (no vnet headers) the
+# fast path cannot reach the guest and hands its TCP forwards to libslirp.
 forward_case() {
     local hp up
     hp=$(free_port)
     up=$(free_port)
+    rm -f "$SCRATCH/fwd.done" "$SCRATCH/fwd.out"
     # The servers inside stop when the host side touches fwd.done.
-    run --forward "tcp,127.0.0.1,$hp,8080" --forward "udp,127.0.0.1,$up,5353" -- sh -c "
+    run "$@" --forward "tcp,127.0.0.1,$hp,8080" --forward "udp,127.0.0.1,$up,5353" -- sh -c "
         python3 '$TESTS_LIB/udp_echo.py' 0.0.0.0 5353 & e=\$!
         python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH' 8080 & h=\$!
         for i in \$(seq 300); do [ -e '$SCRATCH/fwd.done' ] && break; sleep 0.1; done
@@ -240,9 +243,25 @@ forward_case() {
     python3 "$TESTS_LIB/udp_echo.py" --client 127.0.0.1 "$up" || { echo "udp forward: no echo"; ok=0; }
     touch "$SCRATCH/fwd.done"
     wait "$pid" || true
+    # With the fast path its own listener accepted the TCP connection (so
+    # libslirp never saw it); UDP stays libslirp's.
+    local line="tcp 127.0.0.1:$hp -> 10.0.2.100:8080" log="$SCRATCH/plugin.log"
+    if [ "$TCP_PATH" != fast ]; then
+        ! grep -qF "$line (TCP fast path)" "$log" || { echo "tcp forward on the fast path without --tcp-fast"; ok=0; }
+    elif [ "${1:-}" = --disable-offload ]; then
+        # Added before or after the tap came: on libslirp either way.
+        grep -qF "forward tcp 127.0.0.1:$hp moved to libslirp" "$log" ||
+            ! grep -qF "$line (TCP fast path)" "$log" || { echo "tcp forward left on the fast path"; ok=0; }
+    else
+        grep -qF "$line (TCP fast path)" "$log" || { echo "tcp forward not on the fast path"; ok=0; }
+        ! grep -qF "forward tcp 127.0.0.1:$hp moved" "$log" || { echo "tcp forward moved to libslirp"; ok=0; }
+    fi
+    ! grep -F "udp 127.0.0.1:$up" "$log" | grep -q "fast path" || { echo "udp forward on the fast path"; ok=0; }
     [ "$ok" = 1 ]
 }
 check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forward_case
+[ "$TCP_PATH" != fast ] ||
+    check "without offloads the fast path's TCP forwards move to libslirp and work" forward_case --disable-offload
 
 # A guest forging source addresses (each would cost libslirp a host socket)
 # gets nothing through; its own address still works. A sink on the host's

@@ -22,10 +22,12 @@ func pluginPath(t *testing.T) string { return testplugin.Path(t) }
 
 // liveDriver is the port driver on a started plugin network driver (the
 // stack runs without a child: host sockets are bound, nothing is
-// delivered).
-func liveDriver(t *testing.T) port.ParentDriver {
+// delivered). tcpPath "fast": the TCP fast path owns TCP forwards'
+// listeners (where the kernel supports it), "" libslirp.
+func liveDriver(t *testing.T, tcpPath string) port.ParentDriver {
 	t.Helper()
-	nd, err := netplugin.NewParentDriver(netplugin.ParentOpt{PluginPath: pluginPath(t)})
+	nd, err := netplugin.NewParentDriver(netplugin.ParentOpt{PluginPath: pluginPath(t),
+		Config: rknp.Config{TCPPath: tcpPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,13 @@ func TestForwardingParentOtherDriver(t *testing.T) {
 }
 
 func TestLive(t *testing.T) {
-	d := liveDriver(t)
+	for _, path := range []string{"", "fast"} {
+		t.Run("tcp-path="+path, func(t *testing.T) { testLive(t, path) })
+	}
+}
+
+func testLive(t *testing.T, tcpPath string) {
+	d := liveDriver(t, tcpPath)
 	ctx := context.Background()
 	hp := freePort(t)
 	st, err := d.AddPort(ctx, port.Spec{Proto: "tcp", ParentIP: "127.0.0.1", ParentPort: hp, ChildPort: 80})
