@@ -198,7 +198,8 @@ typedef struct rknp_config {
 
 /** rknp_config.tcp_path (1.2). */
 enum {
-    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: libslirp in 1.3 */
+    RKNP_TCP_PATH_DEFAULT = 0, /* the library's choice: since 1.3 the fast
+                                  path (libslirp in 1.2) */
     RKNP_TCP_PATH_FAST = 1,    /* each guest connection on its own host
                                   socket, scaled windows, 64 KiB frames
                                   (needs offloads and Linux >= 6.9's

@@ -60,7 +60,8 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     if (c.tcp_path > RKNP_TCP_PATH_SLIRP)
         throw_invalid("invalid tcp_path \"" + std::to_string(c.tcp_path) +
                       "\": must be RKNP_TCP_PATH_DEFAULT, _FAST or _SLIRP");
-    p.tcp_fast_path = c.tcp_path == RKNP_TCP_PATH_FAST;
+    // The fast path unless asked for libslirp (the default since 1.3).
+    p.tcp_fast_path = c.tcp_path != RKNP_TCP_PATH_SLIRP;
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

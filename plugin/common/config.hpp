@@ -37,7 +37,7 @@ struct ParentConfig {
     bool ipv6 = false;
     bool disable_dns = false;
     bool enable_dhcp = false;
-    bool tcp_fast_path = false; // RKNP_TCP_PATH_FAST
+    bool tcp_fast_path = true; // RKNP_TCP_PATH_DEFAULT / _FAST
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;

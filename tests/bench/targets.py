@@ -59,8 +59,10 @@ class RootlesskitDriver(Target):
         net = ["--net=" + self.name]
         if self.name in ("plugin", "plugin-fast"):
             net = ["--net=plugin", "--net-plugin=" + self.plugin_lib]
-        if self.name == "plugin-fast": # the TCP fast path
-            net.append("--plugin-tcp=fast")
+            # Both TCP paths by name, whatever the plugin's default (the
+            # fast path since rknp 1.3).
+            net.append("--plugin-tcp=" + ("fast" if self.name == "plugin-fast"
+                                          else "slirp"))
         return (["runuser", "-u", user, "--", self.rk] + net +
                 ["--mtu=%d" % mtu, "--"] + agent_argv)
 

@@ -278,10 +278,10 @@ port_case() {
     tp2=$(free_port 127.0.0.1)
     rp=$(free_port 0.0.0.0)
     ru=$(free_udp_port 0.0.0.0)
-    # With --plugin-tcp=fast the TCP ports are the fast path's: the
+    # Unless --plugin-tcp=slirp the TCP ports are the fast path's: the
     # library's log line (debug output for rootlesskit) says so.
     local fastlog=()
-    [ "$pd" = plugin ] && [ "${E2E_PLUGIN_TCP:-}" = fast ] && fastlog=(--debug)
+    [ "$pd" = plugin ] && [ "${E2E_PLUGIN_TCP:-}" != slirp ] && fastlog=(--debug)
     rk_argv "$net" "${fastlog[@]}" --copy-up=/etc --port-driver="$pd" --state-dir="$ST" \
         -p "127.0.0.1:$tp:8080/tcp" -p "127.0.0.1:$up:5353/udp" \
         -p "0.0.0.0:$rp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \

@@ -4,7 +4,8 @@
 #
 #   sudo tests/e2e/run.sh                 # uses $BUILD_DIR (default: build/)
 #   E2E_DRIVERS=plugin E2E_CASES="dns ipv6" sudo -E tests/e2e/run.sh
-#   E2E_PLUGIN_TCP=fast: --plugin-tcp=fast for every plugin run
+#   E2E_PLUGIN_TCP=fast|slirp: --plugin-tcp=... for every plugin run (unset:
+#   the plugin's default, the fast path)
 #
 # Needs: build/bin/rootlesskit, build/lib/librknp.so.1, build/bin/rootlessctl
 # (ports_* cases; see go-bindings/README.md), slirp4netns, uidmap,

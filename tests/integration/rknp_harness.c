@@ -8,7 +8,7 @@
  * usage: rknp-harness [options] -- COMMAND [ARGS...]
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
- *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)
+ *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)  --tcp-slirp (_SLIRP)
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--stats") == 0) { stats = 1; continue; }
         if (strcmp(a, "--disable-offload") == 0) { cfg.disable_offload = 1; continue; }
         if (strcmp(a, "--tcp-fast") == 0) { cfg.tcp_path = RKNP_TCP_PATH_FAST; continue; }
+        if (strcmp(a, "--tcp-slirp") == 0) { cfg.tcp_path = RKNP_TCP_PATH_SLIRP; continue; }
         if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
         i++;
         if (strcmp(a, "--mtu") == 0) cfg.mtu = (uint32_t)strtoul(v, NULL, 10);

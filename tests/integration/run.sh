@@ -4,12 +4,13 @@
 # test user through rknp-harness (tests/integration/rknp_harness.c).
 # Traffic goes only to loopback and to a test host in a netns made here.
 #   run.sh [BUILD_DIR [slirp|fast]]: fast runs every case with the TCP fast
-#   path (RKNP_TCP_PATH_FAST), slirp (the default) with libslirp's TCP.
+#   path (RKNP_TCP_PATH_FAST), slirp (the default here) with libslirp's TCP
+#   (RKNP_TCP_PATH_SLIRP; the library's own default is the fast path).
 set -euo pipefail
 BUILD=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 TCP_PATH=${2:-slirp}
 case $TCP_PATH in
-slirp) TCP_FLAGS=() ;;
+slirp) TCP_FLAGS=(--tcp-slirp) ;;
 fast) TCP_FLAGS=(--tcp-fast) ;;
 *) echo "unknown TCP path $TCP_PATH (slirp|fast)"; exit 2 ;;
 esac

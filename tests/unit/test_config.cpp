@@ -34,6 +34,17 @@ TEST_CASE("default configuration matches slirp4netns/rootlesskit") {
     CHECK_FALSE(p.disable_dns);
     CHECK_FALSE(p.mac.has_value());
     CHECK(p.handover_timeout_ms == 10000);
+    CHECK(p.tcp_fast_path); // since 1.3
+}
+
+TEST_CASE("tcp_path: the fast path unless libslirp is asked for") {
+    auto c = defaults();
+    for (uint8_t path : {RKNP_TCP_PATH_DEFAULT, RKNP_TCP_PATH_FAST}) {
+        c.tcp_path = path;
+        CHECK(ParentConfig::from_c(c).tcp_fast_path);
+    }
+    c.tcp_path = RKNP_TCP_PATH_SLIRP;
+    CHECK_FALSE(ParentConfig::from_c(c).tcp_fast_path);
 }
 
 TEST_CASE("every bad option value is named in the error") {

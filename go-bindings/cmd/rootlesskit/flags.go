@@ -63,7 +63,7 @@ func appFlags(debug *bool) []cli.Flag {
 		str("plugin-outbound-addr6", catPlugin, "", "host IPv6 address to bind outbound connections to for --net=plugin"),
 		boolean("plugin-disable-dns", catPlugin, false, "disable the built-in DNS forwarder for --net=plugin"),
 		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
-		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice"),
+		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice (the fast path since rknp 1.3)"),
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
 		&cli.IntFlag{Name: "plugin-max-flows", Category: catPlugin, Usage: "most guest flows (TCP, UDP sources, pings) holding a host socket at once for --net=plugin; more are refused (default: 16384, lowered so a quarter of the fd limit stays free)"},
 		&cli.IntFlag{Name: "plugin-max-new-flows-per-sec", Category: catPlugin, Usage: "new guest flows a second (bursts of as many) for --net=plugin; more are refused (default: 20000)"},
