@@ -14,12 +14,30 @@
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
+#include "common/thread_signals.hpp"
+#include "parent/sandbox.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/stack_loop.hpp"
 
 namespace rknp {
 
-Parent::Parent(ParentConfig cfg) : cfg_(std::move(cfg)) {}
+namespace {
+
+std::unique_ptr<LogQueue> log_queue_for(const Logger &l) {
+    if (l.fn() == nullptr) return nullptr;
+    return std::make_unique<LogQueue>(l.fn(), l.user());
+}
+
+} // namespace
+
+Parent::Parent(ParentConfig cfg)
+    : logs_(log_queue_for(cfg.logger)), cfg_(std::move(cfg)),
+      stack_cfg_(cfg_) {
+    if (logs_) {
+        cfg_.logger = Logger::through(*logs_);
+        stack_cfg_.logger = Logger::queued(*logs_);
+    }
+}
 
 Parent::~Parent() { close(); }
 
@@ -35,6 +53,8 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     if (state_dir.empty() || state_dir[0] != '/')
         throw_invalid("invalid state_dir \"" + state_dir +
                       "\": must be an absolute path");
+    // The stack thread's records reach the callback from this thread.
+    if (logs_) logs_->start();
     std::string path = state_dir + "/rknp.sock";
     UniqueFd listen = handover::listen_socket(path);
     wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -48,32 +68,38 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     auto ready_future = ready.get_future();
     thread_ = std::thread([this, listen = std::move(listen), child_pid,
                            ready = std::move(ready)]() mutable {
-        // libslirp writes to host sockets without MSG_NOSIGNAL. Blocking
-        // SIGPIPE on this thread only (never the process's disposition)
-        // turns a peer reset into EPIPE instead of killing the host process.
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        // Before anything else: libslirp writes to host sockets without
+        // MSG_NOSIGNAL (SIGPIPE becomes EPIPE), and the caller's signals
+        // belong to its own threads.
+        block_all_signals();
+        // This thread logs through logs_ only: it never runs the caller's
+        // callback (Go code, in rootlesskit), whatever it logs.
         std::unique_ptr<StackLoop> loop;
         try {
-            loop = std::make_unique<StackLoop>(cfg_, std::move(listen),
+            loop = std::make_unique<StackLoop>(stack_cfg_, std::move(listen),
                                                child_pid, wake_.get(), stop_,
                                                stats_, tasks_);
         } catch (...) {
             ready.set_exception(std::current_exception());
             return;
         }
+        // Everything this thread opens at start is open: from here on it
+        // runs confined (no new files, no exec; README "Security").
+        if (stack_cfg_.sandbox)
+            stats_.sandbox.store(confine_stack_thread(stack_cfg_.logger));
+        else
+            stack_cfg_.logger.info("sandbox on the stack thread: off "
+                                   "(disable_sandbox)");
         ready.set_value();
         // Nothing may leave this thread: an exception here would end
         // rootlesskit (std::terminate) and every container with it.
         try {
             loop->run();
         } catch (const std::exception &e) {
-            cfg_.logger.error(std::string("stack thread stopped: ") +
-                              e.what() + "; the network is down");
+            stack_cfg_.logger.error(std::string("stack thread stopped: ") +
+                                    e.what() + "; the network is down");
         } catch (...) {
-            cfg_.logger.error("stack thread stopped by an unknown exception; "
+            stack_cfg_.logger.error("stack thread stopped by an unknown exception; "
                               "the network is down");
         }
         loop.reset(); // libslirp and its sockets go with this thread
@@ -86,6 +112,7 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         thread_.join();
         wake_.reset();
         ::unlink(path.c_str());
+        if (logs_) logs_->stop(); // what the stack thread said before failing
         throw;
     }
     socket_path_ = path;
@@ -100,10 +127,16 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
 }
 
 void Parent::close() noexcept {
-    if (std::this_thread::get_id() == thread_.get_id()) {
-        // From the log callback on the stack thread: joining would deadlock.
-        // Ask the loop to stop; a later close() from another thread joins.
+    if (LogQueue::in_callback() ||
+        std::this_thread::get_id() == thread_.get_id()) {
+        // From inside the log callback (on the logger thread, or holding
+        // the queue's delivery lock): joining would deadlock. Ask the loop
+        // to stop; a later close() from another thread joins.
         stop_.store(true);
+        if (wake_) {
+            uint64_t one = 1;
+            (void)!::write(wake_.get(), &one, sizeof one);
+        }
         return;
     }
     std::lock_guard lock(mu_);
@@ -113,6 +146,7 @@ void Parent::close() noexcept {
         uint64_t one = 1;
         (void)!::write(wake_.get(), &one, sizeof one);
         if (thread_.joinable()) thread_.join();
+        stats_.sandbox.store(0);
         // wake_ stays open until destruction: a racing on_stack may still
         // write to it.
         ::unlink(socket_path_.c_str());
@@ -121,6 +155,8 @@ void Parent::close() noexcept {
         std::lock_guard fwd_lock(fwd_mu_);
         fwds_.clear();
     }
+    // Every record the stack thread queued reaches the callback first.
+    if (logs_) logs_->stop();
     state_ = State::Closed;
 }
 
