@@ -8,7 +8,7 @@
  * usage: rknp-harness [options] -- COMMAND [ARGS...]
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
- *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)
+ *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)  --disable-sandbox
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--stats") == 0) { stats = 1; continue; }
         if (strcmp(a, "--disable-offload") == 0) { cfg.disable_offload = 1; continue; }
         if (strcmp(a, "--tcp-fast") == 0) { cfg.tcp_path = RKNP_TCP_PATH_FAST; continue; }
+        if (strcmp(a, "--disable-sandbox") == 0) { cfg.disable_sandbox = 1; continue; }
         if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
         i++;
         if (strcmp(a, "--mtu") == 0) cfg.mtu = (uint32_t)strtoul(v, NULL, 10);
@@ -131,13 +132,13 @@ int main(int argc, char **argv) {
         s.struct_size = sizeof s;
         if (rknp_parent_stats(parent, &s, NULL) == RKNP_OK)
             fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu "
-                            "refused=%llu merged=%llu superseded=%llu\n",
+                            "refused=%llu merged=%llu superseded=%llu sandbox=%u\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
                     (unsigned long long)s.handovers_refused,
                     (unsigned long long)s.segments_merged,
-                    (unsigned long long)s.acks_superseded);
+                    (unsigned long long)s.acks_superseded, s.sandbox);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);

@@ -65,6 +65,7 @@ func appFlags(debug *bool) []cli.Flag {
 		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
 		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice"),
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
+		boolean("plugin-disable-sandbox", catPlugin, false, "run the --net=plugin stack thread without its seccomp filter and Landlock ruleset (on by default where the kernel has them)"),
 
 		str("pasta-binary", catPasta, "pasta", "path of pasta binary for --net=pasta"),
 		str("pesto-binary", catPasta, "pesto", "path of pesto binary for --port-driver=pesto"),
