@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -172,6 +173,13 @@ void install_landlock() {
 }
 
 void install_seccomp() {
+    // Without seccomp(2) (pre-3.17 kernels, emulators such as valgrind)
+    // libseccomp would fall back to prctl, which an emulator passes to the
+    // kernel for its own threads too: no filter then.
+    uint32_t errno_action = SECCOMP_RET_ERRNO;
+    if (::syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0u, &errno_action) != 0 &&
+        errno == ENOSYS)
+        throw Error(RKNP_ERR_UNSUPPORTED, "no seccomp(2) system call");
     // EPERM, not a kill: killing the thread would leave its locks (the
     // allocator's among them) held in a process that goes on running, and
     // killing the process ends rootlesskit and every container; a denied
@@ -241,6 +249,10 @@ uint32_t confine_stack_thread(const Logger &log) noexcept {
     try {
         install_seccomp();
         bits |= RKNP_SANDBOX_SECCOMP;
+    } catch (const Error &e) {
+        seccomp = e.what();
+        if (e.code() != RKNP_ERR_UNSUPPORTED)
+            log.warn(std::string("sandbox: seccomp not in force: ") + e.what());
     } catch (const std::exception &e) {
         seccomp = e.what();
         log.warn(std::string("sandbox: seccomp not in force: ") + e.what());
