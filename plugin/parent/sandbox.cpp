@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -78,6 +79,26 @@ std::vector<std::string> resolv_conf_dirs() {
             dirs.insert(slash == 0 ? "/" : r.substr(0, slash));
     }
     return {dirs.begin(), dirs.end()};
+}
+
+// PR_SET_NO_NEW_PRIVS (both need it, unprivileged), only when not already
+// set: a caller's own process-wide filter may forbid prctl (rknp-slirp4netns
+// --enable-seccomp kills on it), and then it has set the flag itself.
+// The flag never clears, so this thread remembers it (Landlock, once in
+// force, would not let it read /proc again).
+thread_local bool t_no_new_privs = false;
+
+void set_no_new_privs() {
+    if (t_no_new_privs) return;
+    std::ifstream status("/proc/thread-self/status");
+    std::string line;
+    bool set = false;
+    while (std::getline(status, line))
+        if (line.rfind("NoNewPrivs:", 0) == 0)
+            set = line.find('1') != std::string::npos;
+    if (!set && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        throw_errno("prctl(PR_SET_NO_NEW_PRIVS)");
+    t_no_new_privs = true;
 }
 
 // ---- seccomp
@@ -165,9 +186,7 @@ void install_landlock() {
                       &rule, 0u) != 0)
             throw_errno("landlock_add_rule " + dir);
     }
-    // Per thread, as is the ruleset below; both outlive nothing but it.
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        throw_errno("prctl(PR_SET_NO_NEW_PRIVS)");
+    set_no_new_privs(); // per thread, as is the ruleset
     if (::syscall(__NR_landlock_restrict_self, ruleset.get(), 0u) != 0)
         throw_errno("landlock_restrict_self");
 }
@@ -192,6 +211,10 @@ void install_seccomp() {
                                   SCMP_ACT_ERRNO(EPERM));
         rc < 0)
         throw_errno("seccomp bad-architecture action", -rc);
+    // The flag is ours to set (see set_no_new_privs), not libseccomp's.
+    if (int rc = seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0); rc < 0)
+        throw_errno("seccomp no_new_privs attribute", -rc);
+    set_no_new_privs();
     // Denied calls reach the kernel's audit log where the kernel has it.
     if (seccomp_api_get() >= 3) (void)seccomp_attr_set(c, SCMP_FLTATR_CTL_LOG, 1);
 
