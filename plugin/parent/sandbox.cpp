@@ -132,6 +132,13 @@ constexpr const char *kAllowed[] = {
     "restart_syscall", "sigaltstack",
 };
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizer builds only (the asan/tsan presets): their runtimes probe memory
+// through a pipe (UBSan's vptr check) and read their executable's name.
+constexpr const char *kSanitizerRuntime[] = {"pipe", "pipe2", "readlink",
+                                             "readlinkat"};
+#endif
+
 void add_rule(void *ctx, const char *name, std::vector<scmp_arg_cmp> args) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) return; // not on this architecture
@@ -219,6 +226,9 @@ void install_seccomp() {
     if (seccomp_api_get() >= 3) (void)seccomp_attr_set(c, SCMP_FLTATR_CTL_LOG, 1);
 
     for (const char *name : kAllowed) add_rule(c, name, {});
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    for (const char *name : kSanitizerRuntime) add_rule(c, name, {});
+#endif
 
     // New sockets: TCP and UDP (and ICMP echo, a datagram socket) over IPv4
     // and IPv6 only; no AF_UNIX, netlink, packet or raw sockets.
