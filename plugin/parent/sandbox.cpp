@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -81,24 +80,18 @@ std::vector<std::string> resolv_conf_dirs() {
     return {dirs.begin(), dirs.end()};
 }
 
-// PR_SET_NO_NEW_PRIVS (both need it, unprivileged), only when not already
-// set: a caller's own process-wide filter may forbid prctl (rknp-slirp4netns
-// --enable-seccomp kills on it), and then it has set the flag itself.
-// The flag never clears, so this thread remembers it (Landlock, once in
-// force, would not let it read /proc again).
-thread_local bool t_no_new_privs = false;
-
-void set_no_new_privs() {
-    if (t_no_new_privs) return;
-    std::ifstream status("/proc/thread-self/status");
-    std::string line;
-    bool set = false;
-    while (std::getline(status, line))
-        if (line.rfind("NoNewPrivs:", 0) == 0)
-            set = line.find('1') != std::string::npos;
-    if (!set && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        throw_errno("prctl(PR_SET_NO_NEW_PRIVS)");
-    t_no_new_privs = true;
+// Both need no_new_privs (or CAP_SYS_ADMIN). Asked for only when the call
+// was refused without it: a caller's own process-wide filter may forbid
+// prctl (rknp-slirp4netns --enable-seccomp kills on it) and has then set
+// the flag itself; /proc may be absent there (its sandbox) to check first.
+template <typename Call> int with_no_new_privs(Call call) {
+    int rc = call();
+    if (rc == -EPERM || rc == -EACCES) {
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+            throw_errno("prctl(PR_SET_NO_NEW_PRIVS)");
+        rc = call();
+    }
+    return rc;
 }
 
 // ---- seccomp
@@ -193,9 +186,13 @@ void install_landlock() {
                       &rule, 0u) != 0)
             throw_errno("landlock_add_rule " + dir);
     }
-    set_no_new_privs(); // per thread, as is the ruleset
-    if (::syscall(__NR_landlock_restrict_self, ruleset.get(), 0u) != 0)
-        throw_errno("landlock_restrict_self");
+    // Per thread, as is no_new_privs.
+    int rc = with_no_new_privs([&] {
+        return ::syscall(__NR_landlock_restrict_self, ruleset.get(), 0u) == 0
+                   ? 0
+                   : -errno;
+    });
+    if (rc != 0) throw_errno("landlock_restrict_self", -rc);
 }
 
 void install_seccomp() {
@@ -218,10 +215,13 @@ void install_seccomp() {
                                   SCMP_ACT_ERRNO(EPERM));
         rc < 0)
         throw_errno("seccomp bad-architecture action", -rc);
-    // The flag is ours to set (see set_no_new_privs), not libseccomp's.
+    // The kernel's errno from seccomp_load (EACCES without no_new_privs),
+    // not libseccomp's ECANCELED.
+    if (int rc = seccomp_attr_set(c, SCMP_FLTATR_API_SYSRAWRC, 1); rc < 0)
+        throw_errno("seccomp raw return codes attribute", -rc);
+    // The flag is ours to set (with_no_new_privs), not libseccomp's.
     if (int rc = seccomp_attr_set(c, SCMP_FLTATR_CTL_NNP, 0); rc < 0)
         throw_errno("seccomp no_new_privs attribute", -rc);
-    set_no_new_privs();
     // Denied calls reach the kernel's audit log where the kernel has it.
     if (seccomp_api_get() >= 3) (void)seccomp_attr_set(c, SCMP_FLTATR_CTL_LOG, 1);
 
@@ -262,7 +262,8 @@ void install_seccomp() {
     add_rule(c, "tgkill",
              {arg_is(0, uint64_t(::getpid())), arg_is(1, uint64_t(::gettid()))});
 
-    if (int rc = seccomp_load(c); rc < 0) throw_errno("seccomp_load", -rc);
+    if (int rc = with_no_new_privs([c] { return seccomp_load(c); }); rc < 0)
+        throw_errno("seccomp_load", -rc);
 }
 
 uint32_t confine_stack_thread(const Logger &log) noexcept {
