@@ -136,9 +136,12 @@ enum {
 };
 
 /**
- * Log callback. Called from any thread the library uses (including the
- * parent's stack thread), so it must be thread-safe. msg is valid only for
- * the duration of the call. The library never writes to stdout or stderr.
+ * Log callback. Called from the thread calling into the library or from
+ * the parent's logger thread, which delivers the stack thread's records in
+ * order (never from the stack thread itself, which only queues them; a
+ * full queue drops records and reports how many), so it must be
+ * thread-safe. msg is valid only for the duration of the call. The library
+ * never writes to stdout or stderr.
  */
 typedef void (*rknp_log_fn)(void *user_data, int32_t level, const char *msg);
 
@@ -355,8 +358,10 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
 /**
  * Stops the stack thread and releases the stack, the tap fd and the
  * hand-over socket (the socket file is removed). Blocks until the thread
- * has exited. Idempotent; callable from any thread except from inside the
- * log callback. NULL is a no-op. The handle stays valid for rknp_parent_free
+ * has exited and every queued log record was delivered. Idempotent;
+ * callable from any thread except from inside the log callback (there it
+ * only asks the stack to stop; a later call from another thread waits).
+ * NULL is a no-op. The handle stays valid for rknp_parent_free
  * and the query functions.
  */
 RKNP_API void rknp_parent_close(rknp_parent *p);

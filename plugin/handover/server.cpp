@@ -83,8 +83,11 @@ std::optional<DecodedHello> receive_hello(int conn, UniqueFd &fd_out) {
     do n = recv_message(conn, buf, fd_out, flags);
     while (n < 0 && errno == EINTR);
     if (n < 0 && errno == EAGAIN) return std::nullopt;
+    // A peer that closes without reading our greeting leaves ECONNRESET
+    // (unread data) rather than an end of file: the same hang-up.
+    if (n == 0 || (n < 0 && errno == ECONNRESET))
+        protocol_error("the peer hung up before its hello");
     if (n < 0) throw_errno("hand-over: recvmsg");
-    if (n == 0) protocol_error("the peer hung up before its hello");
     if (flags & (MSG_TRUNC | MSG_CTRUNC))
         protocol_error("message or control data truncated");
     return decode_hello({buf, size_t(n)});

@@ -16,6 +16,8 @@
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
 #include "parent/no_throw.hpp"
+#include "common/thread_signals.hpp"
+#include "parent/sandbox.hpp"
 #include "parent/slirp_adapter.hpp"
 #include "parent/stack_loop.hpp"
 
@@ -27,9 +29,21 @@ namespace {
 // sends it at once.
 constexpr int kHelloTimeoutMs = 2000;
 
+std::unique_ptr<LogQueue> log_queue_for(const Logger &l) {
+    if (l.fn() == nullptr) return nullptr;
+    return std::make_unique<LogQueue>(l.fn(), l.user());
+}
+
 } // namespace
 
-Parent::Parent(ParentConfig cfg) : cfg_(std::move(cfg)) {}
+Parent::Parent(ParentConfig cfg)
+    : logs_(log_queue_for(cfg.logger)), cfg_(std::move(cfg)),
+      stack_cfg_(cfg_) {
+    if (logs_) {
+        cfg_.logger = Logger::through(*logs_);
+        stack_cfg_.logger = Logger::queued(*logs_);
+    }
+}
 
 Parent::~Parent() { close(); }
 
@@ -54,6 +68,9 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         soft = nofile.rlim_cur;
     uint32_t configured = cfg_.max_flows;
     cfg_.max_flows = effective_max_flows(configured, soft);
+    stack_cfg_.max_flows = cfg_.max_flows;
+    // The stack thread's records reach the callback from this thread.
+    if (logs_) logs_->start();
     std::string path = state_dir + "/rknp.sock";
     handover::Tokens tokens = handover::random_tokens();
     handover::Server server(handover::listen_socket(state_dir, "rknp.sock"),
@@ -69,31 +86,37 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     auto ready_future = ready.get_future();
     thread_ = std::thread([this, server = std::move(server),
                            ready = std::move(ready)]() mutable {
-        // libslirp writes to host sockets without MSG_NOSIGNAL. Blocking
-        // SIGPIPE on this thread only (never the process's disposition)
-        // turns a peer reset into EPIPE instead of killing the host process.
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+        // Before anything else: libslirp writes to host sockets without
+        // MSG_NOSIGNAL (SIGPIPE becomes EPIPE), and the caller's signals
+        // belong to its own threads.
+        block_all_signals();
+        // This thread logs through logs_ only: it never runs the caller's
+        // callback (Go code, in rootlesskit), whatever it logs.
         std::unique_ptr<StackLoop> loop;
         try {
-            loop = std::make_unique<StackLoop>(cfg_, std::move(server),
+            loop = std::make_unique<StackLoop>(stack_cfg_, std::move(server),
                                                wake_.get(), stop_, stats_,
                                                tasks_);
         } catch (...) {
             ready.set_exception(std::current_exception());
             return;
         }
+        // Everything this thread opens at start is open: from here on it
+        // runs confined (no new files, no exec; README "Security").
+        if (stack_cfg_.sandbox)
+            stats_.sandbox.store(confine_stack_thread(stack_cfg_.logger));
+        else
+            stack_cfg_.logger.info("sandbox on the stack thread: off "
+                                   "(disable_sandbox)");
         ready.set_value();
         // Nothing may leave this thread: an exception here would end
         // rootlesskit (std::terminate) and every container with it. One
         // that stops the loop stops the parent as close() would.
-        if (!run_catching_all(cfg_.logger,
+        if (!run_catching_all(stack_cfg_.logger,
                               "stack thread stopped, the network is down",
                               [&] { loop->run(); }))
             stop_.store(true);
-        run_catching_all(cfg_.logger, "stack thread teardown", [&] {
+        run_catching_all(stack_cfg_.logger, "stack thread teardown", [&] {
             loop.reset(); // libslirp and its sockets go with this thread
             stats_.tap_attached.store(false);
             // Requests that raced with the stop learn that the stack is gone.
@@ -106,6 +129,7 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
         thread_.join();
         wake_.reset();
         ::unlink(path.c_str());
+        if (logs_) logs_->stop(); // what the stack thread said before failing
         throw;
     }
     socket_path_ = path;
@@ -126,10 +150,16 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
 }
 
 void Parent::close() noexcept {
-    if (std::this_thread::get_id() == thread_.get_id()) {
-        // From the log callback on the stack thread: joining would deadlock.
-        // Ask the loop to stop; a later close() from another thread joins.
+    if (LogQueue::in_callback() ||
+        std::this_thread::get_id() == thread_.get_id()) {
+        // From inside the log callback (on the logger thread, or holding
+        // the queue's delivery lock): joining would deadlock. Ask the loop
+        // to stop; a later close() from another thread joins.
         stop_.store(true);
+        if (wake_) {
+            uint64_t one = 1;
+            (void)!::write(wake_.get(), &one, sizeof one);
+        }
         return;
     }
     std::lock_guard lock(mu_);
@@ -139,6 +169,7 @@ void Parent::close() noexcept {
         uint64_t one = 1;
         (void)!::write(wake_.get(), &one, sizeof one);
         if (thread_.joinable()) thread_.join();
+        stats_.sandbox.store(0);
         // wake_ stays open until destruction: a racing on_stack may still
         // write to it.
         ::unlink(socket_path_.c_str());
@@ -147,6 +178,8 @@ void Parent::close() noexcept {
         std::lock_guard fwd_lock(fwd_mu_);
         fwds_.clear();
     }
+    // Every record the stack thread queued reaches the callback first.
+    if (logs_) logs_->stop();
     state_ = State::Closed;
 }
 

@@ -1,5 +1,6 @@
-// The parent-side handle: owns the configuration, the stack thread and the
-// opaque pairs for the child. start/close/queries are safe from any thread.
+// The parent-side handle: owns the configuration, the stack thread, its log
+// queue and the opaque pairs for the child. start/close/queries are safe
+// from any thread.
 #pragma once
 
 #include <sys/types.h>
@@ -7,11 +8,13 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/config.hpp"
+#include "common/log_queue.hpp"
 #include "handover/child_setup.hpp"
 #include "common/fd.hpp"
 #include "parent/forwards.hpp"
@@ -50,7 +53,10 @@ private:
     // Runs fn(loop) on the stack thread and waits; throws what fn throws.
     void on_stack(const std::function<void(StackLoop &)> &fn);
 
-    ParentConfig cfg_;
+    // Before cfg_: the loggers in cfg_ and stack_cfg_ point at it.
+    std::unique_ptr<LogQueue> logs_; // null without a log callback
+    ParentConfig cfg_;               // logs in the calling thread
+    ParentConfig stack_cfg_;         // the same, logging through logs_
     Stats stats_;
     std::mutex mu_; // serialises start and close
     State state_ = State::Created;

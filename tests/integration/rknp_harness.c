@@ -9,6 +9,7 @@
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
  *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)  --tcp-slirp (_SLIRP)
+ *   --disable-sandbox
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
  *   --log FILE            plugin log lines (default: stderr)
@@ -63,6 +64,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--disable-offload") == 0) { cfg.disable_offload = 1; continue; }
         if (strcmp(a, "--tcp-fast") == 0) { cfg.tcp_path = RKNP_TCP_PATH_FAST; continue; }
         if (strcmp(a, "--tcp-slirp") == 0) { cfg.tcp_path = RKNP_TCP_PATH_SLIRP; continue; }
+        if (strcmp(a, "--disable-sandbox") == 0) { cfg.disable_sandbox = 1; continue; }
         if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
         i++;
         if (strcmp(a, "--mtu") == 0) cfg.mtu = (uint32_t)strtoul(v, NULL, 10);
@@ -138,7 +140,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu "
                             "refused=%llu merged=%llu superseded=%llu "
                             "flows_refused=%llu flows_rate_limited=%llu "
-                            "host_sockets=%llu tcp_fast_flows=%llu\n",
+                            "host_sockets=%llu tcp_fast_flows=%llu sandbox=%u\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
@@ -148,7 +150,7 @@ int main(int argc, char **argv) {
                     (unsigned long long)s.flows_refused,
                     (unsigned long long)s.flows_rate_limited,
                     (unsigned long long)s.host_sockets,
-                    (unsigned long long)s.tcp_fast_flows);
+                    (unsigned long long)s.tcp_fast_flows, s.sandbox);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);

@@ -340,6 +340,33 @@ fragmented_udp_case() {
 }
 check "UDP datagrams over the MTU (up to 65507 bytes) reach the host and come back" fragmented_udp_case
 
+# The sandbox (README "Security"): the parent's stack thread, and only it,
+# runs under a seccomp filter (mode 2 in /proc) and Landlock where the
+# kernel has it; every case above ran with it on (DNS, IPv6, forwards).
+landlock_abi() {
+    python3 -c 'import ctypes; print(max(ctypes.CDLL(None).syscall(444, None, 0, 1), 0))'
+}
+# Seccomp modes of the harness's threads (the command's parent), one a line.
+SECCOMP_MODES='grep -h "^Seccomp:" /proc/$PPID/task/*/status | tr -d " \t"'
+sandbox_case() {
+    local out want=1 filtered
+    [ "$(landlock_abi)" -ge 1 ] && want=3
+    out=$(run --stats -- sh -c "$SECCOMP_MODES" 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | grep -q "sandbox=$want\$" ||
+        { echo "stats.sandbox is not $want: $out"; return 1; }
+    filtered=$(echo "$out" | grep -c '^Seccomp:2$' || true)
+    [ "$filtered" = 1 ] || { echo "$filtered filtered threads, want 1 (the stack thread): $out"; return 1; }
+    echo "$out" | grep -q '^Seccomp:0$' ||
+        { echo "no unfiltered thread: the filter leaked to the caller's threads: $out"; return 1; }
+    grep -q "sandbox on the stack thread: seccomp on, Landlock $([ $want = 3 ] && echo on || echo off)" \
+        "$SCRATCH/plugin.log" || { echo "the log does not say what is in force"; return 1; }
+    out=$(run --stats --disable-sandbox -- sh -c "$SECCOMP_MODES" 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | grep -q 'sandbox=0$' || { echo "disable_sandbox left bits set: $out"; return 1; }
+    ! echo "$out" | grep -q '^Seccomp:2$' || { echo "disable_sandbox left a filter: $out"; return 1; }
+}
+check "the stack thread alone is sandboxed (seccomp, Landlock where the kernel has it); disable_sandbox turns it off" \
+    sandbox_case
+
 exit_code_case() {
     local rc=0
     run -- sh -c 'exit 7' || rc=$?

@@ -130,12 +130,13 @@ static int occurrences(const char *hay, const char *needle) {
     return n;
 }
 
-/* A running parent with its tap holds exactly the tap and its eventfd; with
- * the TCP fast path also the fast path's epoll set and its wake-up
- * eventfd. Nothing per connection. */
+/* A running parent with its tap holds exactly the tap, its eventfd and
+ * the log queue's (this driver registers a log callback); with the TCP
+ * fast path also the fast path's epoll set and its wake-up eventfd.
+ * Nothing per connection. */
 static int fast_path = 0;
 static int only_tap_and_eventfd(const char *extra) {
-    int eventfds = fast_path ? 2 : 1, epolls = fast_path ? 1 : 0;
+    int eventfds = fast_path ? 3 : 2, epolls = fast_path ? 1 : 0;
     return fd_count(extra) == 1 + eventfds + epolls &&
            occurrences(extra, "-> /dev/net/tun\n") == 1 &&
            occurrences(extra, "-> anon_inode:[eventfd]\n") == eventfds &&
@@ -281,10 +282,10 @@ int main(int argc, char **argv) {
             free(now);
         }
         if (!only_tap_and_eventfd(extra)) {
-            fprintf(stderr, "fds of the library (want the tap and an eventfd):\n%s", extra);
+            fprintf(stderr, "fds of the library (want the tap and the eventfds):\n%s", extra);
             fail("%s", "fd growth after the connections finished");
         } else {
-            fprintf(stderr, "rknp-rel-driver: library fds back to tap + eventfd after %.1fs\n",
+            fprintf(stderr, "rknp-rel-driver: library fds back to tap + eventfds after %.1fs\n",
                     now_s() - t1);
         }
         free(extra);

@@ -67,6 +67,7 @@ func appFlags(debug *bool) []cli.Flag {
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
 		&cli.IntFlag{Name: "plugin-max-flows", Category: catPlugin, Usage: "most guest flows (TCP, UDP sources, pings) holding a host socket at once for --net=plugin; more are refused (default: 16384, lowered so a quarter of the fd limit stays free)"},
 		&cli.IntFlag{Name: "plugin-max-new-flows-per-sec", Category: catPlugin, Usage: "new guest flows a second (bursts of as many) for --net=plugin; more are refused (default: 20000)"},
+		boolean("plugin-disable-sandbox", catPlugin, false, "run the --net=plugin stack thread without its seccomp filter and Landlock ruleset (on by default where the kernel has them)"),
 
 		str("pasta-binary", catPasta, "pasta", "path of pasta binary for --net=pasta"),
 		str("pesto-binary", catPasta, "pesto", "path of pesto binary for --port-driver=pesto"),

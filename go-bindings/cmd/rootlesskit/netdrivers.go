@@ -125,6 +125,7 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 		DisableOffload:      c.Bool("plugin-disable-offload"),
 		EnableDHCP:          c.Bool("plugin-enable-dhcp"),
 		TCPPath:             c.String("plugin-tcp"),
+		DisableSandbox:      c.Bool("plugin-disable-sandbox"),
 		OutboundAddr:        c.String("plugin-outbound-addr"),
 		OutboundAddr6:       c.String("plugin-outbound-addr6"),
 		MACAddress:          c.String("plugin-mac-address"),
