@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Shared by check-abi.sh and update-baseline.sh (sourced): how the abigail
 # baseline of librknp.so.1 is written, and how a difference is classified.
 ABI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Compares a built librknp.so.1 with the committed abigail baseline
 # (abi/librknp.so.1.abi). Fails on any difference: an incompatible change
 # needs a new ABI major (and SONAME); an addition needs RKNP_ABI_MINOR (and

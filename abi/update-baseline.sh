@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Rewrites the abigail baseline (abi/librknp.so.1.abi and its .version)
 # from a built library, after an ABI minor bump in rknp.h:
 #   abi/update-baseline.sh build/lib/librknp.so.1

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Hardened, reproducible build flags for every target, on by default (the
 # flags Debian's dpkg-buildflags would add, so a plain `cmake` build ships
 # the same protections as the package). Included by the top-level

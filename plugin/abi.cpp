@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The C ABI: argument checks, exception-to-error conversion, the function
 // table. No C++ exception or type leaves this file.
 #include <slirp/libslirp.h>

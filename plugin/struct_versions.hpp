@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The ABI's versioned structs: each minor's frozen size, and the only code
 // that reads a caller's struct or writes into one (never past the caller's
 // struct_size, defaults for what an older caller lacks).

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Demo: builds rknp and the rootlesskit-compatible command, then, as an
 # unprivileged user, runs `rootlesskit --net=plugin` whose child fetches a
 # page from a web server on the host's 127.0.0.1 (reached as 10.0.2.2).

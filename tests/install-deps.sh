@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Installs the Debian packages rknp builds and tests with (idempotent).
 set -euo pipefail
 PACKAGES=(

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # The whole test suite: build, unit + ABI + integration + reliability tests
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
 # end-to-end tests and the Debian packages (tests/package/run.sh). Run as root on a fresh

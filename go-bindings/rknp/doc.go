@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rknp loads an rknp plugin library and wraps its C ABI
 // (rknp.h): a user-mode network stack (libslirp) that runs in rootlesskit's
 // parent process, and the child side that creates the tap device in the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package rknp_test
 
 // Examples of loading a plugin and starting a parent. They print what a

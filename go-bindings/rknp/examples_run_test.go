@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package rknp_test
 
 // Runs the examples against the built library and checks what they print,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package rknp
 
 // Keeps the module's copy of the C header identical to the repository's

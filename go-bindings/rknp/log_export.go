@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package rknp
 
 // This file holds only the exported callback: cgo forbids C definitions in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rknp.h - the stable C ABI of rknp, a rootlesskit network plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Static inline trampolines: cgo cannot call C function pointers directly,
  * so every call through the rknp_api_v1 table goes through one of these.
  * Included by each Go file that calls into the table (cgo preambles are

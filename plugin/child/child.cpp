@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The child side: create the tap, configure it and lo with netlink (in a
 // detached netns on a private thread if asked), hand the tap over.
 #include "child/child.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The child side: create and configure the tap, hand it to the parent.
 #pragma once
 

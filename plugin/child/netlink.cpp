@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Netlink (libnl) requests that configure links, addresses and routes.
 #include "child/netlink.hpp"
 

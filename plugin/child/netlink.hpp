@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Interface configuration over rtnetlink (libnl-route), in the network
 // namespace of the calling thread.
 #pragma once

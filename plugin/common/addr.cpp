@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Parsing and formatting of IPv4/IPv6 addresses, CIDRs, MACs and numbers.
 #include "common/addr.hpp"
 

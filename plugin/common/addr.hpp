@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Parsing and validation of addresses, names and numbers. Every error names
 // the option and the offending value.
 #pragma once

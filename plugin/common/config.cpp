@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Validation of rknp_config into a ParentConfig.
 #include "common/config.hpp"
 

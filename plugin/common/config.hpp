@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The parent's validated configuration, from rknp_config, and the defaults
 // both sides share (MTU range, IPv6 prefix, gateway and DNS addresses).
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Errors with a status code: construction from errno and validators.
 #include "common/error.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Internal error type: thrown inside the core, converted to rknp_error at the
 // C ABI boundary (abi.cpp) so no exception ever crosses it.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The caller's log callback, reached directly or through a LogQueue; a
 // Logger without a callback drops messages.
 #pragma once

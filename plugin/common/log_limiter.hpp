@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // How many guest-triggered messages reach the caller's log: at most `burst`
 // in any `period_ms`, the rest counted and reported with the next one let
 // through. The guest decides how often libslirp complains; rootlesskit's

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The log ring (one producer, consumers serialised by deliver_mu_) and the
 // logger thread that empties it.
 #include "common/log_queue.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's log records on their way to the caller's callback: a
 // fixed ring the stack thread fills without ever blocking or calling the
 // caller's code, emptied by a library-owned logger thread. Other threads

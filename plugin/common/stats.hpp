@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Counters shared between the stack thread (writer) and any reader.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Library threads take no signals: blocking every one on the thread itself
 // (never the process's dispositions) leaves them to the caller's threads,
 // where Go's runtime expects them, and turns a write to a reset peer into

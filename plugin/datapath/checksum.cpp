@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RFC 1071 Internet checksum arithmetic.
 #include "datapath/checksum.hpp"
 

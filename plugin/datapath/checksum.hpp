@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Internet checksum helpers (RFC 1071) and big-endian field access for the
 // frame path.
 #pragma once

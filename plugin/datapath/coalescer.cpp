@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Merging of guest-bound TCP segments into GSO frames.
 #include "datapath/coalescer.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Stack -> guest: consecutive in-order segments of one TCP flow become one
 // GSO frame (like a NIC's LRO), so the guest's stack handles one packet
 // instead of dozens; superseded pure ACKs are left out.

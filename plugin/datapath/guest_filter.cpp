@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Ethertype filter and urgent-data removal for guest frames.
 #include "datapath/guest_filter.hpp"
 

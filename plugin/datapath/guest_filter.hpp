@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What of a guest frame may reach libslirp. The guest is untrusted and
 // libslirp runs inside rootlesskit: only ARP, IPv4 and IPv6 get through
 // (libslirp 4.7 would also parse NC-SI and more), and TCP's urgent

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Where guest-bound frames go: the tap (TapIo) in the stack, a collector in
 // tests. One virtual call per frame, no type-erased callable.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Guest -> stack frame preparation and the partial checksums of
 // stack -> guest TCP segments.
 #include "datapath/offload.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Tap offloads (IFF_VNET_HDR): every frame on the tap carries a 10-byte
 // VnetHdr. Guest -> stack: the kernel hands us TCP super-frames of up to
 // 64 KiB (TSO) with a partial checksum that we complete, so libslirp sees

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The libslirp 4.7.0 reassembly-queue loop guard (see the header).
 #include "datapath/reass_wrap_guard.hpp"
 

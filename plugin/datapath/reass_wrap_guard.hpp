@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Keeps guest TCP away from libslirp 4.7.0's reassembly-queue loop (fixed
 // in 4.8.0, commit bdba265d): when tcp_reass hands queued data to the
 // socket and the receive sequence it reaches is exactly 0, its end-of-queue

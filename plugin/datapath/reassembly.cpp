@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // IPv4 reassembly of guest fragments, strict on overlaps and bounded.
 #include "datapath/reassembly.hpp"
 

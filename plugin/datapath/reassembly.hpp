@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // IPv4 reassembly in front of libslirp. Debian 12's libslirp 4.7.0 crashes
 // the whole process in its own ip_reass (tests/fuzz/README.md), so guest
 // fragments are reassembled here and libslirp only ever sees whole

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Reading and writing tap frames.
 #include "datapath/tap_io.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The tap in the parent: non-blocking reads of guest frames and writes of
 // guest-bound frames (with the vnet header when the tap has offloads on),
 // counted in Stats. Stack thread only.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Allocation of the fast path's output batch and the building of its frames.
 #include "datapath/tcp_batch.hpp"
 

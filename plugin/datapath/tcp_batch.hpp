@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // GuestFrames: the fast path's output batch of guest-bound frames. All
 // memory is allocated at construction: per slot a vnet header, a header
 // buffer and (for data slots) a payload region that host-socket data is

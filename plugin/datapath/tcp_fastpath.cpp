@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fast path's flow table, epoll dispatch, deadlines and guest SYN routing.
 #include "datapath/tcp_fastpath.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The TCP fast path: guest TCP connections to destinations outside the
 // virtual network (and to the gateway, meaning the host's loopback) bypass
 // libslirp and become one host socket each (tcp_flow.hpp), with windows

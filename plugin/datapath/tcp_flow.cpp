@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // One flow after setup: guest segments, socket events, timers, frames out.
 #include "datapath/tcp_flow.hpp"
 

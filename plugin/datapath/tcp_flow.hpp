@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // One fast-path TCP flow: the translator between a guest TCP connection
 // (seen as frames on the tap) and one non-blocking host kernel socket, in
 // the style of passt's tcp.c. There is no TCP stack here: the host kernel

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Flow setup both ways: a guest SYN opening a host connection (open,
 // connected, SYN-ACK to the guest) and a connection accepted on a forwarded
 // port opening a guest one (SYN to the guest, its SYN-ACK, our ACK).

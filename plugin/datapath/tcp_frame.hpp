@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // TCP frames of the fast path: parsing a guest Ethernet/IPv4|IPv6/TCP frame
 // into a validated view, and writing the headers of guest-bound segments
 // (Ethernet + IP + TCP + SYN options) with a vnet header that makes the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // TCP sequence-number arithmetic modulo 2^32 (RFC 793 3.3, RFC 1982): every
 // comparison of sequence or acknowledgement numbers in the fast path goes
 // through these, so flows that cross 2^32 behave like any other.

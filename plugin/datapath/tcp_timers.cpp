@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The per-flow deadline heap.
 #include "datapath/tcp_timers.hpp"
 

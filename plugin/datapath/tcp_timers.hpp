@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Per-flow deadlines of the fast path: an indexed binary min-heap over flow
 // slots, sized for every slot at construction, so arming, moving and
 // cancelling a flow's one deadline is O(log n) without allocating, and the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Encoding and strict decoding of the opaque key/value pairs.
 #include "handover/child_setup.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What the child side needs from the parent, carried as the opaque
 // key/value strings rootlesskit passes from parent to child
 // (NetworkDriverOpaque): the parent -> child half of the hand-over's wire

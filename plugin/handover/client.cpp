@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The child's end of the tap hand-over: connect, check the parent's
 // greeting, send the Hello with the tap fd, return once the parent has
 // acknowledged it (or throw its reason).

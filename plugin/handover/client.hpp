@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The child's end of the tap hand-over: make sure the socket is the
 // parent's, send the tap, wait for the verdict.
 #pragma once

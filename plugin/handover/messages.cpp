@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Tokens, and encoding and strict decoding of the hand-over's Greeting,
 // Hello and Reply.
 #include "handover/messages.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The hand-over's wire format: parent -> child Greeting (proves the parent),
 // child -> parent Hello (proves the child, carries the tap fd), parent ->
 // child Reply; fixed-size little-endian byte strings, so the parsers are

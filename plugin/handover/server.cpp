@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The parent's end of the tap hand-over: a checked state directory, the
 // listening socket, and the non-blocking server that checks peers, tokens
 // and the fd and replies so that a refused peer always reads why.

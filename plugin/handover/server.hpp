@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The parent's end of the tap hand-over: a SOCK_SEQPACKET unix socket in
 // rootlesskit's state directory, served without ever blocking the stack
 // thread. The child connects; the parent checks its credentials

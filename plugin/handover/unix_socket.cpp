@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Address and bounded wait helpers for the hand-over socket.
 #include "handover/unix_socket.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // What both ends of the hand-over socket need: its address from a path,
 // and a bounded wait for the peer's message.
 #pragma once

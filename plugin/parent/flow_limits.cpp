@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Classifying guest frames that would make host sockets, and admitting them
 // under max_flows and max_new_flows_per_sec.
 #include "parent/flow_limits.hpp"

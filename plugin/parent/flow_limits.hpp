@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // max_flows and max_new_flows_per_sec, enforced on the stack thread for
 // both TCP paths and for libslirp's UDP and ICMP sockets. A guest can ask
 // for a host socket with every SYN, every new UDP source port and every

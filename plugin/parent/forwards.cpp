@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Validation of forward requests and the table of active forwards.
 #include "parent/forwards.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Port forwards: validated specs and the table of active ones. The table
 // is touched only under Parent's forward mutex; libslirp calls happen on
 // the stack thread (StackLoop::add_forward / remove_forward).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fixed-size table of libslirp's guest sockets and its two indexes.
 #include "parent/guest_sockets.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The host sockets libslirp holds for guest flows, known exactly without
 // reading libslirp's private socket lists. libslirp 4.7.0 announces every
 // socket it polls through SlirpCb register_poll_fd / unregister_poll_fd:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Where exceptions must stop. rknp runs inside rootlesskit: an exception
 // leaving the stack thread ends the whole process (std::terminate), and one
 // unwinding through libslirp's C frames is undefined behaviour. The stack

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The parent handle: start and stop the stack thread, run forward requests
 // on it, publish the opaque pairs.
 #include "parent/parent.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The parent-side handle: owns the configuration, the stack thread, its log
 // queue and the opaque pairs for the child. start/close/queries are safe
 // from any thread.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack loop's poll(2) set, rebuilt every iteration: the loop's own fds
 // and the host sockets libslirp registers through its add_poll callback,
 // with libslirp's event bits translated both ways.

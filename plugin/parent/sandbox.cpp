@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's seccomp allowlist and Landlock ruleset. Both act on
 // the calling thread only: no SECCOMP_FILTER_FLAG_TSYNC, and
 // landlock_restrict_self and PR_SET_NO_NEW_PRIVS are per thread, so the

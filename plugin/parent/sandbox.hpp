@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's confinement (README "Security"): a seccomp allowlist
 // and a Landlock ruleset, both on the calling thread only, installed once
 // the stack holds everything it opens at start.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The libslirp configuration, callbacks and host forwards.
 #include "parent/slirp_adapter.hpp"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // libslirp in the parent: owns the Slirp instance, the SlirpConfig it is
 // built from and everything that config points to (libslirp keeps the
 // pointers), its timers and its callbacks. Guest-bound frames go to the

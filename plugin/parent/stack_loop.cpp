@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's loop: poll, host sockets, tap input, timers, tasks,
 // the hand-over, then the guest-bound frames of the round.
 #include "parent/stack_loop.hpp"

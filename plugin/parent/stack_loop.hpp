@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's event loop: one poll over the wake-up eventfd, the
 // hand-over socket, the tap, the TCP fast path's epoll fd and libslirp's
 // host sockets; guest frames go tap -> offload/reassembly -> (TCP fast path

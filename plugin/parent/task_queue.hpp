@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Work that other threads hand to the stack thread (libslirp is not
 // thread-safe). A task gets a StackLoop*, or nullptr when the loop is gone.
 #pragma once

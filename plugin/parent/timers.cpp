@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // libslirp's timers: create, arm, and run the due ones.
 #include "parent/timers.hpp"
 

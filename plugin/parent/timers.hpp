@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // libslirp's timers, run by the stack loop. Only a handful exist at a time
 // (router advertisements, delayed ACK bookkeeping), so a vector is enough.
 #pragma once

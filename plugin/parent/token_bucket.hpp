@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The token bucket behind max_new_flows_per_sec: `rate` tokens a second,
 // at most `rate` banked (the burst), one taken per new guest flow. Refilled
 // from the stack loop's millisecond clock; no thread, no allocation.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // slirp4netns' JSON API on a unix stream socket (--api-socket): one request
 // per connection, add_hostfwd / list_hostfwd / remove_hostfwd mapped onto
 // rknp's port forwards, with slirp4netns' replies and error texts.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The child half: a process forked while the program is still
 // single-threaded, which enters the target's user and network namespaces,
 // waits for the parent's opaque pairs on a pipe, and hands the tap over with

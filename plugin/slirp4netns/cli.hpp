@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command line of rknp-slirp4netns: slirp4netns 1.2's options, defaults,
 // messages and exit codes (--help, --version, usage errors).
 #pragma once

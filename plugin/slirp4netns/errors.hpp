@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Error type of rknp-slirp4netns: a message for stderr plus the exit code
 // slirp4netns would use, and helpers that build one from errno.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // rknp-slirp4netns: a slirp4netns-compatible command on the public rknp C
 // ABI. Order: fork the child half while single-threaded, open the API
 // socket, enter the sandbox and load seccomp, then start the rknp parent

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Namespace paths of the target (PID or --netns-type=path, --userns-path)
 // and entering them with setns(2), as slirp4netns does.
 #include "namespaces.hpp"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Translates slirp4netns options (CIDR, MTU, MAC, outbound address or
 // interface name, ...) into an rknp_config, with slirp4netns' messages.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // RAII wrappers over the public rknp C ABI: the parent handle, its errors
 // and a check that turns a failed call into a Failure.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // --enable-sandbox: a private mount namespace whose root is an empty,
 // read-only tmpfs holding only read-only binds of /etc and /run (for
 // resolv.conf) and a writable bind of rknp's state dir; then no new

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // --enable-seccomp: a libseccomp filter that kills the process on every
 // system call slirp4netns 1.2 blocks plus more (namespace creation, io_uring,
 // bpf, keyrings, ...) and on any foreign-architecture system call.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A private temporary directory (mode 0700) for rknp's hand-over socket,
 // removed with its socket on destruction.
 #include "state_dir.hpp"

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # The shared library must export exactly the ABI baseline, all under the
 # RKNP_1 version node, and carry the SONAME librknp.so.1.
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Installs the build into a temporary prefix and builds a C consumer against
 # it twice: with pkg-config and with CMake's find_package. Both must run.
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # One version story (README "Packaging and versions"): the project version
 # MAJOR.MINOR.PATCH, the ABI version in rknp.h (MAJOR.MINOR), the library's
 # SONAME (librknp.so.MAJOR) and real file name (librknp.so.MAJOR.MINOR.PATCH),

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /* Built against the *installed* library via pkg-config or CMake's
  * find_package: proves the install layout works for a C consumer. */
 #include <rknp.h>

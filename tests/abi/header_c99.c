@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /* The public header must compile as strict C99; built with -std=c99
  * -Wall -Wextra -pedantic -Werror. Running it checks the entry point. */
 #include "rknp.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The public header must compile as C++ with -Wall -Wextra -pedantic -Werror.
 #include "rknp.h"
 

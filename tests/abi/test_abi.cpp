@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Tests of the C ABI as a loader sees it: only rknp.h and the shared library.
 #include <doctest/doctest.h>
 

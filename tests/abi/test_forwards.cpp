@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Port forwarding through the C ABI on a running parent (no child needed:
 // the host side of a forward is a listening socket of the stack thread).
 #include <doctest/doctest.h>

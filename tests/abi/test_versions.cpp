@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The versioned-struct contract as callers built against other minors see
 // it: an older caller's shorter struct works with defaults for the rest, a
 // newer caller's longer one is accepted with its unknown tail ignored, and

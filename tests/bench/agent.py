@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Runs inside the network under test; bench.py drives it over stdin/stdout.
 
 Start-up: connects to the echo server until it answers (that moment is the

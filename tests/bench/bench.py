@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+
 """rknp benchmark: every rootlesskit network driver side by side.
 
 Run through tests/bench/run.sh (root: it prepares the test user and

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+
 """TCP echo server for the latency and connection-rate tests.
 
 usage: echo_server.py ADDR PORT

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """/proc readers: process tree, CPU time, peak RSS."""
 import os
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """Turns results.json samples into the Markdown summary and the PNG chart."""
 import statistics
 

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Benchmark suite entry (not part of the test run). Run as root:
 #   sudo tests/bench/run.sh [--quick] [--repeat N] [--duration S] [--only NAME]...
 # Prepares /dev/net/tun and the unprivileged test user, installs what the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """One session: servers up, agent started inside a target, tests run, all down.
 
 Per session the agent is started once (that start gives the start-up time),

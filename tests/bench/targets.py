@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 """What is measured: the rootlesskit drivers and the two references.
 
 A Target knows how to wrap the agent command line so the agent runs inside

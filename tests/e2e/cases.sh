@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # The e2e cases (sourced by run.sh). Each takes the driver name, runs under
 # errexit and fails by returning non-zero. Servers are started by run.sh:
 #   127.0.0.1:$PORT4 and [::1]:$PORT6 serve $WWW (file: $FILE_SHA)

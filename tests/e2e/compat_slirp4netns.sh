@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # End-to-end tests of rknp-slirp4netns, the slirp4netns-compatible command
 # on the public rknp C ABI, behind Debian's stock rootlesskit 1.1.0
 # (`--net=slirp4netns --slirp4netns-binary=PATH`) as an unprivileged user.

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Helpers of compat_slirp4netns.sh (run as the unprivileged test user).
 
     compat_slirp4netns_helper.py api SOCKET common PORT_A PORT_B PORT_BUSY

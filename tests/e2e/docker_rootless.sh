@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Rootless Docker on rknp, end to end: Debian's docker.io (20.10) started
 # with its own dockerd-rootless.sh as the unprivileged test user, once per
 # route a user can take:

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # The flood test (issue 12, resource exhaustion): a guest floods
 # `rootlesskit --net=plugin` with new flows, 100k TCP SYNs and 100k UDP
 # datagrams from its own address and ever new source ports (64512 UDP

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Helpers for tests/e2e/run.sh (sourced; runs as root).
 # Everything started here is recorded in BG_PIDS / NETNS_CREATED and torn
 # down by e2e_cleanup; every process carries this run's RKNP_TEST_RUN

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Servers and a UDP client for the e2e port cases (loopback / test netns only).
 
   port_helper.py serve DIR TCP_PORT UDP_PORT

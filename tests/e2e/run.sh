@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # End-to-end tests of `rootlesskit --net=plugin` run by an unprivileged user,
 # each case repeated with --net=slirp4netns (same binary) as the reference.
 #

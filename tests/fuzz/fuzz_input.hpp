@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A tiny reader over fuzz input bytes (libFuzzer's FuzzedDataProvider is
 // clang-only; the replay build uses gcc). Reads past the end yield zeros
 // or empty strings, so every input is a valid test case.

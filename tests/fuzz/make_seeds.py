@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Writes the seed corpus (corpus/<target>/seed-*). Run once and commit the
 files; rerunning reproduces them. Reproducers of fixed findings live next to
 the seeds as corpus/<target>/regress-*; this script never touches them."""

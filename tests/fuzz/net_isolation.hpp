@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Moves the fuzz process into a private, empty network namespace before any
 // input runs: libslirp turns fuzzed guest frames into real socket calls
 // (connect, sendto, DNS forwarding), and those must never leave the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Replays fuzz inputs through a target without libFuzzer, so every build
 // (gcc included) runs the committed corpus as a regression test.
 // usage: rknp-fuzz-replay-<target> FILE_OR_DIR...

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds the libFuzzer targets with clang (installing clang-14 from Debian
 # if missing) in a separate build directory and runs each for a bounded
 # time. Fails on any crash, sanitizer report, leak, timeout or violated

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: rknp::ParentConfig::from_c on arbitrary rknp_config values,
 // then the opaque pairs a valid config produces must decode to the same
 // child setup. Only rknp::Error may escape validation; anything else

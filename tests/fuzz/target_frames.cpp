@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: the frame path from the tap into the stack, as
 // StackLoop::input_frame runs it: prepare_guest_frame (strips the
 // virtio-net header, completes a partial checksum, drops bogus frames), IPv4

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: the hand-over messages as the parent (decode_hello) and the
 // child (decode_greeting, decode_reply) receive them from the socket. Decoding either
 // succeeds with a message that re-encodes to the same bytes, or throws

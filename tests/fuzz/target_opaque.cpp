@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: rknp::ChildSetup::decode of arbitrary opaque key/values (what
 // rknp_child_configure receives from the caller). A decoded setup must be
 // valid and survive encode/decode unchanged; only rknp::Error may escape.

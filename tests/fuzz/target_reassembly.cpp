@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: Ipv4Reassembler (plugin/reassembly.hpp), the only way IPv4
 // fragments reach libslirp.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Fuzz target: the TCP fast path (plugin/datapath/tcp_fastpath.hpp) driven
 // by arbitrary guest segment sequences against real loopback listeners in
 // the target's private network namespace (net_isolation.hpp). One FastPath

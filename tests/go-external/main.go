@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A program outside the rknp repository, as a user of the Go module would
 // write it: it loads the plugin library named by its argument and prints
 // the ABI version the bindings were built for, the library's ABI version

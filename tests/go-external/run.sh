@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds a Go program the way a user of the module would: in a temporary
 # directory outside the repository, with its own go.mod requiring
 # github.com/rknp/rknp/go-bindings (a replace directive points at this

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * rknp-harness: a minimal rootlesskit stand-in written against the public
  * C ABI only. It forks a child into a new user+network namespace (or, with

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Integration tests: the real plugin, real namespaces and taps, no
 # rootlesskit. Run as root; the namespaced cases run as an unprivileged
 # test user through rknp-harness (tests/integration/rknp_harness.c).

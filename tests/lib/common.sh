@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Shared helpers for the integration, reliability and demo scripts
 # (sourced, run as root). Provides: test user set-up, loopback servers,
 # PASS/FAIL bookkeeping, and the end-of-suite check that nothing started is

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Sends one A query for NAME to SERVER:53 over UDP and prints the first
 address of the answer; exits 1 on timeout, NXDOMAIN or an empty answer.
 

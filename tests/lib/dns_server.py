@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Minimal authoritative DNS responder for tests: answers A queries for the
 names given as NAME=IP arguments, NXDOMAIN for everything else.
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """A guest flooding the stack with new flows, and the loopback side it aims at.
 
   flood.py send SRC DST TCP_PORT UDP_PORT COUNT RATE

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Marks every process a test suite starts, so the suite can prove it left
 # none running (sourced by common.sh and tests/e2e/lib.sh).
 # RKNP_TEST_RUN is fresh per suite run and exported, so every program the

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Finds the processes one test run started: those whose environment holds
 RKNP_TEST_RUN=MARKER (tests/lib/run_marker.sh exports a fresh MARKER per
 run), so a run's leftover check ignores a concurrent run on the machine.

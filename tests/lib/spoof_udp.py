@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Sends UDP datagrams with a forged IPv4 source through a raw socket.
 
 spoof_udp.py SRC DST PORT COUNT TAG: COUNT datagrams "TAG <n>" from SRC

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Guest-side TCP frame helpers shared by the fast path's unit tests
 // (tests/unit/tcp_sim_guest.hpp) and its fuzz target
 // (tests/fuzz/target_tcp.cpp): building a complete Ethernet/IPv4|IPv6/TCP

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 #define _GNU_SOURCE
 #include "test_child.h"
 

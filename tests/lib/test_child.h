@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What rknp-harness and rknp-rel-driver share: rootlesskit's pattern of a
  * child process in a new user+network namespace that receives the parent's

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """UDP echo for forwarding tests.
 
 server: udp_echo.py ADDR PORT            echoes every datagram

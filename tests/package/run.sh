@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # The Debian packages end to end: builds the .debs from a clean copy of the
 # tree (dpkg-buildpackage -us -uc -b, dh_auto_test included), runs lintian
 # (any error or warning fails), installs them, checks the installed files

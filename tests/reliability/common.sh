@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+
 # Shared set-up of faults.sh and load.sh (sourced, as root): the test user,
 # the tools, a scratch dir, and helpers that run the driver as that user.
 # Arguments of the sourcing script: [BUILD_DIR [slirp|fast]], the second

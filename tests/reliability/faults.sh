@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Fault tests (run as root; the plugin runs as the unprivileged test user):
 # the child killed mid-transfer, the parent closed with connections active,
 # host peers resetting connections, foreign hand-over peers, and the IPv4

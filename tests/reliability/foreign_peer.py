@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """A process that is not the rootlesskit child tries to hand a tap over.
 
 usage: foreign_peer.py SOCKET

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Integrity under load (run as root; the plugin runs as the test user):
 # 512 concurrent TCP connections from the namespace to host 127.0.0.1,
 # every byte of both directions compared and hashed, then one long

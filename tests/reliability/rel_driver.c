@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * rknp-rel-driver: the parent side of rootlesskit on the public ABI, with
  * fault injection and leak checks for the reliability tests. Like

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # The whole reliability suite (as root): ABI misuse, frame-guard and
 # concurrent-caller tests, fault tests, integrity under load (512
 # connections, 3 GiB + 1 GiB transfer) and valgrind. Builds first unless

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Sends one IPv4 fragment (the last one, alone) from the guest's tap to the
 gateway: the frame that crashed Debian 12's libslirp 4.7.0 in ip_reass.
 rknp's reassembler holds it (copies are duplicates); a copy with other bytes

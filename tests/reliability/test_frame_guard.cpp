@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The guest -> stack frame preparation (plugin/offload.cpp) and the
 // fragment diversion in front of libslirp. Regression of a fuzz finding:
 // one IPv4 fragment (the last one, arriving first) made Debian 12's libslirp

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ABI misuse and hostile hand-over peers, through the public library only
 // (what tests/abi/test_abi.cpp does not cover): wrong versions and struct
 // sizes, NULL out-parameters, use after close, free while running, close

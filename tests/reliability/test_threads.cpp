@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread against concurrent callers, on the public ABI, as root
 // in a fresh network namespace without a user namespace (so it runs under
 // TSan, whose runtime thread makes unshare(CLONE_NEWUSER) fail): a real tap

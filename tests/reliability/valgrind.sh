@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Valgrind memcheck over the ABI tests and a short transfer through
 # rknp-harness (the mini rootlesskit of tests/integration). Fails on a
 # definite leak or a memory error in the library (vg_report.py); run as

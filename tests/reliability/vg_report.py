@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
 """Reads valgrind logs; fails on definite leaks or memory errors whose stack
 passes through the library (librknp, rknp:: or rknp_ frames). Leaks that
 are entirely libc's, glib's or the test program's are listed, not fatal.

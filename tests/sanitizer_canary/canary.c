@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * rknp-sanitizer-canary: one deliberate bug per mode, so sanitizers-live.sh
  * can prove that the sanitizers of this build report what they should

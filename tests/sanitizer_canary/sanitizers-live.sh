@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # Proves that the sanitizers of this build are live: each canary mode of
 # rknp-sanitizer-canary must exit non-zero with the sanitizer's report on
 # stderr, under the *SAN_OPTIONS the test preset sets (inherited from ctest).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Test frames for the IPv4 reassembly tests and fuzz target.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Test helpers for the TCP fast path: a simulated guest that builds its own
 // Ethernet/IP/TCP frames, feeds them to FastPath::guest_frame() and reads
 // the GuestFrames batch back, plus real loopback listeners as the host side.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Test helpers for the TCP fast path: bulk transfers between a simulated
 // guest (tcp_sim_guest.hpp) and a real host socket, both directions, with
 // loss, reordering and partial ACKs on request.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A temporary directory removed (with its files) at scope exit.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Address, CIDR, MAC and number parsing and formatting.
 #include <doctest/doctest.h>
 

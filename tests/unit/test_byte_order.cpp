@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // On-wire values are byte-order neutral: known byte vectors give known
 // checksums and fields on any host, and the word-at-a-time checksum equals
 // a byte-wise big-endian reference at every length and alignment. A sum or

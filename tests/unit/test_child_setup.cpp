@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The opaque key/value pairs (handover/child_setup.hpp): what a parent
 // encodes decodes to the same setup; missing and bad keys are refused by
 // name, unknown ones ignored.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // ParentConfig::from_c: defaults like slirp4netns/rootlesskit, every bad
 // value refused with the option named.
 #include <doctest/doctest.h>

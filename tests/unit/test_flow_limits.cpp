@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // max_flows and max_new_flows_per_sec: the token bucket, the table of
 // libslirp's guest sockets, frame classification, and refusal at the cap
 // on both TCP paths (a real libslirp behind FlowLimits; the fast path's

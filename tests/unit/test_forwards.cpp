@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Forward requests: defaults, validation, duplicates in the table.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The guest frame filter in front of libslirp: only ARP/IPv4/IPv6 pass, and
 // urgent data never reaches libslirp, with the TCP checksum kept valid.
 #include <doctest/doctest.h>

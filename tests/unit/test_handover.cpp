@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The hand-over: message codecs, peer checks, refusals the peer can read.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The limiter on guest-triggered log messages: a burst per period, then
 // silence, and the count of what was left out told with the next message.
 #include <doctest/doctest.h>

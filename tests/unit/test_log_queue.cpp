@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // LogQueue: the stack thread's records reach the callback on another
 // thread, in order, a full ring drops and reports instead of blocking, and
 // stop() delivers everything queued.

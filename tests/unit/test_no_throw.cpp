@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The exception boundaries of the stack thread and of libslirp's callbacks
 // (parent/no_throw.hpp): whatever is thrown, bad_alloc and non-std types
 // included, stops there, is logged, and the caller carries on.

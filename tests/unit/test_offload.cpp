@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Tap offloads: checksum completion of guest frames, partial checksums and
 // GSO merging of guest-bound segments (Coalescer).
 #include <doctest/doctest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The guard against libslirp 4.7.0's reassembly-queue loop: which guest
 // segments it holds back, and, against the real libslirp in a child
 // process, that an upload whose out-of-order data ends at sequence 0 no

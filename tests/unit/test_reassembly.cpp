@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // IPv4 reassembly: orders, overlaps, limits and expiry.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // rknp-slirp4netns's --enable-sandbox and --enable-seccomp asked to do
 // what they must prevent: each case runs in a forked child that enters the
 // sandbox and/or loads the filter, then tries to exec, to open files

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The stack thread's sandbox confines the thread that installs it and no
 // other: a confined thread cannot open files for reading or writing
 // (resolv.conf's directory aside), exec, make AF_UNIX sockets or map

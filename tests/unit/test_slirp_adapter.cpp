@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The libslirp version check: which guest-reachable bugs a version has.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Reading guest frames from the tap: a frame that fills the buffer is cut
 // and dropped (counted), an error of one frame drops that frame and keeps
 // the tap, only end of file or an error of the tap itself lets it go.

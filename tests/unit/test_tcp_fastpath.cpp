@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fast path against a simulated guest (frames built by the test, read
 // back from the GuestFrames batch) with real loopback sockets as the host
 // side: handshake, bulk both ways, loss, reordering, windows, resets,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Forwarded ports on the TCP fast path: a real host client connects to the
 // forward's loopback port, the simulated guest (tcp_sim_guest.hpp) gets the
 // SYN and answers; data both ways, resets, SYN retransmission and timeout,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Parsing guest TCP frames (hostile inputs included), building guest-bound
 // frames, and the routing decision for a guest SYN.
 #include <doctest/doctest.h>

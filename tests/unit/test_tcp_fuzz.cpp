@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Seeded random guest behaviour against a real loopback listener: arbitrary
 // segments (overlapping, out of order, beyond windows, with random flags,
 // ACKs and windows, corrupted headers) mixed with host reads, host writes

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The fast path's data path allocates nothing: operator new is counted
 // while guest_frame(), poll_events() and run_timers() run during bulk
 // transfers both ways (frames are built by the test outside the counted

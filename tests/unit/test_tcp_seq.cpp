@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Sequence arithmetic across 2^32 and the fast path's deadline heap.
 #include <doctest/doctest.h>
 

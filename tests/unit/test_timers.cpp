@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // libslirp's timer table: arm, re-arm, fire once, next deadline.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command rootlesskit is upstream RootlessKit's command with one more
 // network driver and port driver: --net=plugin loads an rknp plugin library
 // (--net-plugin) whose libslirp stack runs inside this process, and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // Compares this command with upstream's cmd/rootlesskit at the version

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package examplerun runs a package's Example functions from a test and
 // returns what they print, so their output can be checked only where the
 // plugin library is built (an `// Output:` comment would run them always).

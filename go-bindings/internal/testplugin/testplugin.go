@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testplugin locates the built plugin library for tests.
 package testplugin
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plugin is a rootlesskit network driver backed by an rknp plugin
 // library: the stack runs in the parent process, the child creates the tap
 // and hands it over.

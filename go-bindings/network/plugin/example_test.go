@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package plugin_test
 
 // An example of the plugin as rootlesskit's network driver;

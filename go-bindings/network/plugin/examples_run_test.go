@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package plugin_test
 
 // Runs the example against the built library and checks what it prints

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plugin is a rootlesskit port driver for --net=plugin: ports are
 // forwarded by the rknp plugin's libslirp stack, which already runs in the
 // parent, so there is no proxy process and nothing to do in the child.

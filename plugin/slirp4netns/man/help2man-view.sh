@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
 # What help2man reads to write rknp-slirp4netns.1: the command's own --help
 # with option lines indented (help2man only turns indented lines into an
 # option list; the command keeps slirp4netns's unindented layout, which
