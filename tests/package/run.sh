@@ -69,6 +69,11 @@ cmake -S "$ROOT/tests/abi/cmake-consumer" -B "$WORK/cmake-consumer" >/dev/null
 cmake --build "$WORK/cmake-consumer" >/dev/null
 "$WORK/cmake-consumer/consumer"
 test -e /usr/share/man/man1/rknp-slirp4netns.1.gz || { echo "FAIL: no man page"; exit 1; }
+test -e /usr/share/man/man1/rknp-rootlesskit.1.gz || { echo "FAIL: no rknp-rootlesskit man page"; exit 1; }
+
+step "an external Go program builds against the module and loads the installed library"
+# A bare name: the dynamic loader finds the installed librknp.so.1.
+"$ROOT/tests/go-external/run.sh" librknp.so.1
 
 if [ "${PACKAGE_DEMO:-1}" = 1 ]; then
     step "demo against the installed packages ($rootlesskit)"
