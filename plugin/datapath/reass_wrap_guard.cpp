@@ -45,7 +45,7 @@ ReassWrapGuard::ReassWrapGuard() : slots_(new Slot[kSlots]) {
 }
 
 ReassWrapGuard::Slot *ReassWrapGuard::find(uint64_t key) {
-    Slot &s = slots_[key % kSlots];
+    Slot &s = slots_[(key >> 1) % kSlots]; // above the bit flow_key sets
     return s.key == key ? &s : nullptr;
 }
 
@@ -54,7 +54,7 @@ void ReassWrapGuard::from_slirp(std::span<const uint8_t> frame) {
     if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
     if (!(s.flags & tcp::kAck)) return;
     uint64_t key = flow_key(seed_, s.dst, s.src, s.dport, s.sport);
-    Slot &slot = slots_[key % kSlots];
+    Slot &slot = slots_[(key >> 1) % kSlots];
     if (slot.key != key) slot = Slot{key, s.ack, 0};
     slot.rcv_nxt = s.ack;
     if (s.flags & tcp::kFin) slot.fin_sent = 1;
