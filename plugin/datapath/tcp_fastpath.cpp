@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/hash.hpp"
 
 namespace rknp::tcp {
 
@@ -59,23 +60,6 @@ bool same6(const uint8_t a[16], const in6_addr &b) {
     return std::memcmp(a, b.s6_addr, 16) == 0;
 }
 
-uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v;
-    h *= 0x9e3779b97f4a7c15ull;
-    return h ^ (h >> 29);
-}
-
-uint64_t load64(const uint8_t *p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-}
-
-size_t pow2_at_least(size_t n) {
-    size_t p = 16;
-    while (p < n) p <<= 1;
-    return p;
-}
 
 } // namespace
 
@@ -145,12 +129,12 @@ int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(
 uint64_t FastPath::hash(const uint8_t guest[16], const uint8_t remote[16],
                         uint16_t gport, uint16_t rport, bool v6) const {
     uint64_t h = seed_;
-    h = mix(h, load64(guest));
-    h = mix(h, load64(guest + 8));
-    h = mix(h, load64(remote));
-    h = mix(h, load64(remote + 8));
-    h = mix(h, uint64_t(gport) << 32 | uint64_t(rport) << 8 | (v6 ? 1 : 0));
-    return mix(h, seed_);
+    h = hash_mix(h, load64(guest));
+    h = hash_mix(h, load64(guest + 8));
+    h = hash_mix(h, load64(remote));
+    h = hash_mix(h, load64(remote + 8));
+    h = hash_mix(h, uint64_t(gport) << 32 | uint64_t(rport) << 8 | (v6 ? 1 : 0));
+    return hash_mix(h, seed_);
 }
 
 long FastPath::lookup(const Segment &s, uint64_t h) const {
@@ -175,7 +159,7 @@ uint32_t FastPath::isn_for(uint64_t h) const {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t us = uint64_t(ts.tv_sec) * 1000000 + uint64_t(ts.tv_nsec) / 1000;
-    return uint32_t(mix(h, isn_seed_)) + uint32_t(us / 4);
+    return uint32_t(hash_mix(h, isn_seed_)) + uint32_t(us / 4);
 }
 
 void FastPath::insert(uint32_t idx, uint64_t h) {

@@ -9,28 +9,14 @@
 
 #include <cstring>
 
+#include "common/hash.hpp"
+
 namespace rknp {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v;
-    h *= 0x9e3779b97f4a7c15ull;
-    return h ^ (h >> 31);
-}
-
-uint64_t load64(const uint8_t *p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-}
-
 // Load factor at most 1/2: probe chains stay short.
-size_t index_size(size_t capacity) {
-    size_t p = 16;
-    while (p < 2 * capacity) p <<= 1;
-    return p;
-}
+size_t index_size(size_t capacity) { return pow2_at_least(2 * capacity); }
 
 } // namespace
 
@@ -48,17 +34,17 @@ GuestSockets::GuestSockets(size_t capacity)
 }
 
 size_t GuestSockets::home_by_fd(int fd) const {
-    return size_t(mix(0x51ed270b27b6a5c3ull, uint64_t(unsigned(fd)))) & mask_;
+    return size_t(hash_mix(0x51ed270b27b6a5c3ull, uint64_t(unsigned(fd)))) & mask_;
 }
 
 size_t GuestSockets::home_by_key(const FlowKey &k) const {
     uint64_t h = seed_;
-    h = mix(h, load64(k.src));
-    h = mix(h, load64(k.src + 8));
-    h = mix(h, load64(k.dst));
-    h = mix(h, load64(k.dst + 8));
-    h = mix(h, uint64_t(k.sport) << 32 | uint64_t(k.dport) << 8 | k.proto);
-    return size_t(mix(h, seed_)) & mask_;
+    h = hash_mix(h, load64(k.src));
+    h = hash_mix(h, load64(k.src + 8));
+    h = hash_mix(h, load64(k.dst));
+    h = hash_mix(h, load64(k.dst + 8));
+    h = hash_mix(h, uint64_t(k.sport) << 32 | uint64_t(k.dport) << 8 | k.proto);
+    return size_t(hash_mix(h, seed_)) & mask_;
 }
 
 long GuestSockets::find_fd(int fd) const {
