@@ -5,8 +5,7 @@
 
 #include <sys/random.h>
 
-#include <cstring>
-
+#include "common/hash.hpp"
 #include "datapath/tcp_frame.hpp"
 #include "datapath/tcp_seq.hpp"
 
@@ -14,25 +13,15 @@ namespace rknp {
 
 namespace {
 
-uint64_t mix(uint64_t x) { // splitmix64's finaliser
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 // The flow's key seen from the guest's side, whichever way the frame went.
 uint64_t flow_key(uint64_t seed, const uint8_t guest[16],
                   const uint8_t remote[16], uint16_t gport, uint16_t rport) {
-    uint64_t h = seed, w;
+    uint64_t h = seed;
     for (int i = 0; i < 16; i += 8) {
-        std::memcpy(&w, guest + i, 8);
-        h = mix(h ^ w);
-        std::memcpy(&w, remote + i, 8);
-        h = mix(h ^ w);
+        h = hash_mix(h, load64(guest + i));
+        h = hash_mix(h, load64(remote + i));
     }
-    h = mix(h ^ (uint64_t(gport) << 16 | rport));
+    h = hash_mix(h, uint64_t(gport) << 16 | rport);
     return h | 1; // 0 marks an empty slot
 }
 
