@@ -35,6 +35,7 @@ struct SlirpCallbacks {
         return *static_cast<SlirpAdapter *>(opaque);
     }
     static ssize_t send_packet(const void *buf, size_t len, void *o) noexcept {
+        if (self(o).drain_.discard_frame()) return ssize_t(len);
         // A frame that could not be built is lost, as on a wire.
         if (!or_on_throw(false, [&] {
                 self(o).to_guest({static_cast<const uint8_t *>(buf), len});
@@ -57,7 +58,9 @@ struct SlirpCallbacks {
             return 0;
         });
     }
-    static int64_t clock_get_ns(void *) noexcept { return now_ns(); }
+    static int64_t clock_get_ns(void *o) noexcept {
+        return now_ns() + self(o).drain_.clock_offset_ns();
+    }
     static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) noexcept {
         // nullptr: libslirp checks, as for its own allocations.
         return or_on_throw<void *>(
@@ -216,7 +219,9 @@ SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
 }
 
 SlirpAdapter::~SlirpAdapter() {
-    if (slirp_ != nullptr) slirp_cleanup(slirp_);
+    if (slirp_ == nullptr) return;
+    drain_.run(slirp_);
+    slirp_cleanup(slirp_);
 }
 
 void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {

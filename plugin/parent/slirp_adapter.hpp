@@ -23,9 +23,8 @@
 #include "parent/forwards.hpp"
 #include "parent/guest_sockets.hpp"
 #include "parent/poll_set.hpp"
+#include "parent/slirp_queue_drain.hpp"
 #include "parent/timers.hpp"
-
-struct Slirp;
 
 namespace rknp {
 
@@ -78,6 +77,8 @@ private:
     LogLimiter guest_error_log_{10, 60000};
     // Set with a libslirp that has the reassembly-queue loop.
     std::unique_ptr<ReassWrapGuard> wrap_guard_;
+    // Runs before slirp_cleanup; see slirp_queue_drain.hpp.
+    SlirpQueueDrain drain_;
     Slirp *slirp_ = nullptr;
 };
 

@@ -39,6 +39,7 @@
 #include "datapath/reass_wrap_guard.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp_frame.hpp"
+#include "parent/slirp_queue_drain.hpp"
 #include "parent/timers.hpp"
 
 using namespace rknp;
@@ -226,11 +227,13 @@ struct Stack {
     Ipv4Reassembler reassembler;
     ReassWrapGuard wrap_guard;
     SentSeqs sent;
+    SlirpQueueDrain drain; // before slirp_cleanup, as SlirpAdapter does
     Slirp *slirp = nullptr;
 
     static Stack &self(void *o) { return *static_cast<Stack *>(o); }
     static ssize_t send_packet(const void *buf, size_t len, void *o) {
         auto &s = self(o);
+        if (s.drain.discard_frame()) return ssize_t(len);
         std::span<const uint8_t> f(static_cast<const uint8_t *>(buf), len);
         s.wrap_guard.from_slirp(f);
         s.sent.note(f);
@@ -238,7 +241,9 @@ struct Stack {
         return ssize_t(len);
     }
     static void guest_error(const char *, void *) {}
-    static int64_t clock_get_ns(void *o) { return self(o).now_ns; }
+    static int64_t clock_get_ns(void *o) {
+        return self(o).now_ns + self(o).drain.clock_offset_ns();
+    }
     static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) {
         return self(o).timers.create(cb, cb_opaque);
     }
@@ -295,6 +300,7 @@ struct Stack {
         if (slirp == nullptr) fuzz::fail("slirp_new refused the config");
     }
     ~Stack() {
+        drain.run(slirp);
         slirp_cleanup(slirp);
         peers.close_all();
     }

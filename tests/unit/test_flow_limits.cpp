@@ -13,8 +13,7 @@
 #include <random>
 
 #include "parent/flow_limits.hpp"
-#include "parent/slirp_adapter.hpp"
-#include "tcp_sim_guest.hpp"
+#include "slirp_rig.hpp"
 
 using namespace rknp;
 using namespace rknp::tcp;
@@ -50,14 +49,6 @@ Bytes udp_frame(uint16_t sport, uint16_t dport) {
     put16(ip + 24, 12); // UDP checksum 0: none
     std::memcpy(ip + 28, "ping", 4);
     return f;
-}
-
-Bytes syn_frame(uint16_t sport, uint16_t dport, uint8_t flags = kSyn) {
-    uint8_t src[16], dst[16];
-    addr4(src, 10, 0, 2, 100);
-    addr4(dst, 10, 0, 2, 2);
-    return guest_frame(false, src, dst, sport, dport, flags, 1000, 0, 65535,
-                       nullptr, 0);
 }
 
 Ipv4Cidr default_net() { return ParentConfig::from_c(default_config()).cidr; }
@@ -185,32 +176,6 @@ TEST_CASE("effective max_flows leaves a quarter of RLIMIT_NOFILE") {
     CHECK(effective_max_flows(16384, 0) == 16384);
     CHECK(effective_max_flows(16384, 1) == 1);
 }
-
-// The libslirp path: a real libslirp, the guest's frames going through
-// FlowLimits as the stack loop sends them.
-struct SlirpRig {
-    ParentConfig cfg = ParentConfig::from_c(default_config());
-    Stats stats;
-    TapIo tap{stats};
-    Coalescer coalescer{tap, stats};
-    PollSet polls;
-    FlowLimits limits;
-    std::unique_ptr<SlirpAdapter> slirp;
-    uint64_t now = 1000;
-
-    SlirpRig(uint32_t max_flows, uint32_t rate)
-        : limits(max_flows, rate, stats, 1000) {
-        slirp = std::make_unique<SlirpAdapter>(cfg, tap, coalescer, polls,
-                                               limits.sockets());
-    }
-    // Whether the frame reached libslirp.
-    bool input(const Bytes &f) {
-        if (!limits.begin_slirp_input(f, cfg.cidr, 0, now)) return false;
-        slirp->input(f);
-        limits.end_slirp_input();
-        return true;
-    }
-};
 
 TEST_CASE("libslirp path: at max_flows N the N+1th SYN is refused and counted") {
     Listener l;

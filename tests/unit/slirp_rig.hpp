@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// A real libslirp (SlirpAdapter with the default configuration) behind
+// FlowLimits, as the stack loop drives it, with no tap attached: frames to
+// the guest are counted in stats.frames_dropped. Plus the guest's TCP
+// segments from 10.0.2.100 to the gateway (10.0.2.2, host loopback).
+#pragma once
+
+#include <memory>
+
+#include "parent/flow_limits.hpp"
+#include "parent/slirp_adapter.hpp"
+#include "tcp_sim_guest.hpp"
+
+namespace tcpsim {
+
+inline Bytes syn_frame(uint16_t sport, uint16_t dport, uint8_t flags = rknp::tcp::kSyn,
+                       uint32_t seq = 1000) {
+    uint8_t src[16], dst[16];
+    addr4(src, 10, 0, 2, 100);
+    addr4(dst, 10, 0, 2, 2);
+    return guest_frame(false, src, dst, sport, dport, flags, seq, 0, 65535,
+                       nullptr, 0);
+}
+
+struct SlirpRig {
+    rknp::ParentConfig cfg = rknp::ParentConfig::from_c(rknp::default_config());
+    rknp::Stats stats;
+    rknp::TapIo tap{stats};
+    rknp::Coalescer coalescer{tap, stats};
+    rknp::PollSet polls;
+    rknp::FlowLimits limits;
+    std::unique_ptr<rknp::SlirpAdapter> slirp;
+    uint64_t now = 1000;
+
+    SlirpRig(uint32_t max_flows, uint32_t rate)
+        : limits(max_flows, rate, stats, 1000) {
+        slirp = std::make_unique<rknp::SlirpAdapter>(cfg, tap, coalescer, polls,
+                                                     limits.sockets());
+    }
+    // Whether the frame reached libslirp.
+    bool input(const Bytes &f) {
+        if (!limits.begin_slirp_input(f, cfg.cidr, 0, now)) return false;
+        slirp->input(f);
+        limits.end_slirp_input();
+        return true;
+    }
+    // One round of the stack loop's host-socket servicing (timeout_ms for
+    // poll(2)).
+    void poll_sockets(int timeout_ms) {
+        polls.clear();
+        uint32_t timeout = uint32_t(timeout_ms);
+        slirp->fill(timeout, 0);
+        int n = polls.wait(timeout_ms);
+        slirp->poll(n < 0);
+    }
+};
+
+} // namespace tcpsim
