@@ -37,9 +37,8 @@ if [ -z "${_RKNP_DOCKER_INNER:-}" ]; then
 fi
 
 [ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a veth pair)" >&2; exit 1; }
-DOCKERD_ROOTLESS=/usr/share/docker.io/contrib/dockerd-rootless.sh
 for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
-    "$DOCKERD_ROOTLESS" /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
+    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
     /usr/bin/rootlesskit-docker-proxy /bin/busybox; do
     [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh; tests/lib/build.sh build_all)" >&2; exit 1; }
 done
@@ -49,18 +48,13 @@ done
 E2E_RKNP_DRIVERS="fork stock" # both routes are rknp's: no reference driver
 
 NETNS_HOST=rknp-dk-host
-VETH_HOST=rknp-dk-h
-VETH_NS=rknp-dk-n
-TEST_HOST=198.18.77.2
 TEST_HOST_PORT=8080
 DOCKERD_TIMEOUT=150 # seconds a dockerd may live (the whole route)
 IMAGE=rknp-busybox:local
-# Debian's own programs only (/usr/local may hold other rootlesskits or
-# docker CLIs); the fork route puts its bin dir in front.
-SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
-
 SCRATCH=$(mktemp -d /tmp/rknp-docker.XXXXXX)
-USERNS_FILE=$SCRATCH/userns-inodes # user namespaces of the dockerds started
+# shellcheck source=tests/e2e/docker_lib.sh
+. "$E2E_DIR/docker_lib.sh"
+TEST_HOST=$DOCKER_TEST_NET.2
 trap 'docker_cleanup; e2e_cleanup' EXIT
 trap 'exit 130' INT TERM
 chmod 0755 "$SCRATCH"
@@ -81,124 +75,16 @@ head -c 2097152 /dev/urandom >"$SCRATCH/www/file"
 chmod -R a+rX "$SCRATCH/www"
 FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
 
-# The image: Debian's static busybox with a symlink per applet, imported
-# into each dockerd (`docker import`, no registry).
-mkdir -p "$SCRATCH/image/rootfs/bin" "$SCRATCH/image/rootfs/tmp" "$SCRATCH/image/rootfs/etc"
-cp /bin/busybox "$SCRATCH/image/rootfs/bin/busybox"
-for a in $(/bin/busybox --list); do
-    [ "$a" = busybox ] || ln -s busybox "$SCRATCH/image/rootfs/bin/$a"
-done
-tar --numeric-owner --owner=0 --group=0 -C "$SCRATCH/image/rootfs" -cf "$SCRATCH/image/busybox.tar" .
-chmod -R a+rX "$SCRATCH/image"
+# The image: Debian's static busybox, imported into each dockerd.
+make_image "$SCRATCH/image/busybox.tar"
 
 # The test host: a namespace behind a veth pair, serving the file.
-ip netns del "$NETNS_HOST" 2>/dev/null || true
-ip link del "$VETH_HOST" 2>/dev/null || true
-ip netns add "$NETNS_HOST"
-NETNS_CREATED=$NETNS_HOST
-ip link add "$VETH_HOST" type veth peer name "$VETH_NS"
-ip link set "$VETH_NS" netns "$NETNS_HOST"
-ip addr add 198.18.77.1/24 dev "$VETH_HOST"
-ip link set "$VETH_HOST" up
-ip -n "$NETNS_HOST" addr add "$TEST_HOST/24" dev "$VETH_NS"
-ip -n "$NETNS_HOST" link set "$VETH_NS" up
-ip -n "$NETNS_HOST" link set lo up
+setup_docker_test_host "$NETNS_HOST"
 start_http "$TEST_HOST" "$TEST_HOST_PORT" "$SCRATCH/www" "$NETNS_HOST"
 
 log "docker: $(/usr/sbin/dockerd --version); stock rootlesskit: $(/usr/bin/rootlesskit --version)"
 log "fork: $("$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB" | tr '\n' ' ')"
 log "rknp-slirp4netns: $("$S4N" --version | head -n1)"
-
-# userns_procs INODE...: "pid comm" of every process in one of these user
-# namespaces (containers carry no run marker; their namespace finds them).
-userns_procs() {
-    local p ns
-    for p in /proc/[0-9]*; do
-        ns=$(readlink "$p/ns/user" 2>/dev/null) || continue
-        for i in "$@"; do
-            [ "$ns" = "$i" ] && echo "${p#/proc/} $(cat "$p/comm" 2>/dev/null)"
-        done
-    done
-    return 0
-}
-
-# docker_cleanup: after an early exit, whatever a route left running.
-docker_cleanup() {
-    [ -s "$USERNS_FILE" ] || return 0
-    local left
-    # shellcheck disable=SC2046
-    left=$(userns_procs $(cat "$USERNS_FILE"))
-    [ -n "$left" ] || return 0
-    echo "# ending what rootless Docker left:" >&2
-    echo "$left" >&2
-    # shellcheck disable=SC2046
-    kill -9 $(cut -d' ' -f1 <<<"$left") 2>/dev/null || true
-}
-
-# route_env ROUTE: sets R_* (the route's directories) and R_ENV (the
-# variables dockerd-rootless.sh runs with).
-route_env() {
-    R_DIR=$SCRATCH/$1
-    R_RUN=$R_DIR/run # XDG_RUNTIME_DIR
-    R_SOCK=$R_RUN/docker.sock
-    case $1 in
-    fork)
-        R_ENV=(PATH="$SCRATCH/fork-bin:$SYS_PATH"
-            DOCKERD_ROOTLESS_ROOTLESSKIT_NET=plugin
-            DOCKERD_ROOTLESS_ROOTLESSKIT_MTU=65520
-            DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="--net-plugin=$LIB")
-        ;;
-    stock)
-        R_ENV=(PATH="$SYS_PATH"
-            DOCKERD_ROOTLESS_ROOTLESSKIT_NET=slirp4netns
-            DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="--slirp4netns-binary=$S4N")
-        ;;
-    esac
-}
-
-# dk ROUTE ARGS...: the docker CLI (Debian's) as the test user against the
-# route's dockerd.
-dk() {
-    route_env "$1"
-    shift
-    as_user env HOME="$R_DIR/home" DOCKER_HOST="unix://$R_SOCK" /usr/bin/docker "$@"
-}
-
-# start_dockerd ROUTE: dockerd-rootless.sh as the test user in the
-# background (pid in R_PID), until the API answers and the image is
-# imported. The data root is the route's own, storage vfs (no overlay
-# needed), a config file of its own (nothing from the user's home), cgroupfs
-# (dockerd picks the systemd driver on cgroup v2 hosts running systemd,
-# which needs the user's systemd instance; the test has none).
-start_dockerd() {
-    route_env "$1"
-    mkdir -p "$R_DIR"/{home,run,data,tmp}
-    echo '{}' >"$R_DIR/daemon.json"
-    chown -R "$E2E_USER" "$R_DIR"
-    chmod 0700 "$R_RUN"
-    local ARGV
-    ARGV=(timeout -k 5 "$DOCKERD_TIMEOUT" setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups
-        env -i HOME="$R_DIR/home" TMPDIR="$R_DIR/tmp" XDG_RUNTIME_DIR="$R_RUN"
-        RKNP_TEST_RUN="$RKNP_TEST_RUN" "${R_ENV[@]}"
-        sh "$DOCKERD_ROOTLESS" --data-root="$R_DIR/data" --storage-driver=vfs
-        --config-file="$R_DIR/daemon.json" --exec-opt native.cgroupdriver=cgroupfs)
-    "${ARGV[@]}" >"$SCRATCH/logs/dockerd.$1.log" 2>&1 &
-    R_PID=$!
-    local i
-    for i in $(seq 150); do
-        [ -S "$R_SOCK" ] && dk "$1" version >/dev/null 2>&1 && break
-        kill -0 "$R_PID" 2>/dev/null || break
-        sleep 0.2
-    done
-    if ! dk "$1" version >/dev/null 2>&1; then
-        echo "dockerd did not come up:"
-        tail -n 30 "$SCRATCH/logs/dockerd.$1.log"
-        return 1
-    fi
-    readlink "/proc/$(cat "$R_RUN/docker.pid")/ns/user" >>"$USERNS_FILE"
-    dk "$1" import "$SCRATCH/image/busybox.tar" "$IMAGE" >/dev/null
-    echo "ok dockerd up, $IMAGE imported"
-}
 
 # 1. A container fetches the file from the test host behind the veth pair:
 # container -> docker0 (NAT) -> tap0 -> rknp -> host socket -> veth.
@@ -254,7 +140,7 @@ case_network() {
             "$(as_user "$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB")"
     else
         expect "rootlessctl info: slirp4netns driver" '"driver": "slirp4netns"' "$info"
-        rk=$(pgrep -P "$R_PID" | head -n1 || true)
+        rk=$(pgrep -P "${DOCKERD_PID[$1]}" | head -n1 || true)
         local p found=""
         for p in $(pgrep -P "${rk:-0}" || true); do
             [ "$(readlink "/proc/$p/exe")" = "$S4N" ] && found=$p
@@ -262,21 +148,6 @@ case_network() {
         [ -n "$found" ] || { echo "no rknp-slirp4netns under rootlesskit ${rk:-?}"; return 1; }
         echo "ok rootlesskit's network process $found is $S4N: $(tr '\0' ' ' <"/proc/$found/cmdline")"
     fi
-}
-
-# stop_dockerd ROUTE (in the script's shell, whose child dockerd is):
-# SIGTERM to rootlesskit's parent only, which passes it on to its child and
-# that to dockerd, as systemd's stop does. Not through `timeout`: it
-# signals its whole process group, and dockerd, signalled directly and
-# again by each rootlesskit process, counts three and quits "without
-# cleanup". The exit status goes to the route's exit-status file.
-stop_dockerd() {
-    local rc=0 rk
-    route_env "$1"
-    rk=$(pgrep -P "$R_PID" | head -n1 || true)
-    kill -TERM "${rk:-$R_PID}" 2>/dev/null || true
-    wait "$R_PID" || rc=$?
-    echo "$rc" >"$R_DIR/exit-status"
 }
 
 # 4. dockerd stopped: exit status 0 and nothing left: no process in its
@@ -317,12 +188,12 @@ case_stop() {
 }
 
 for r in ${DOCKER_ROUTES:-fork stock}; do
-    if ! start_dockerd "$r" >"$SCRATCH/logs/start.$r.log" 2>&1; then
+    if ! start_dockerd "$r" "$SCRATCH/image/busybox.tar" >"$SCRATCH/logs/start.$r.log" 2>&1; then
         echo "FAIL start [$r]"
         sed 's/^/    | /' "$SCRATCH/logs/start.$r.log"
         FAILURES=$((FAILURES + 1))
-        kill -TERM "$R_PID" 2>/dev/null || true
-        wait "$R_PID" 2>/dev/null || true
+        kill -TERM "${DOCKERD_PID[$r]}" 2>/dev/null || true
+        wait "${DOCKERD_PID[$r]}" 2>/dev/null || true
         continue
     fi
     echo "PASS start [$r]"

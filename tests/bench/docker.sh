@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
+# Benchmark scenario: a container inside rootless Docker (Debian's
+# docker.io 20.10 started with its dockerd-rootless.sh as shipped, docker0
+# at MTU 1500, rootlesskit's MTU 65520) running iperf3 against a test host
+# behind a veth pair, download (-R) and upload, for each route of
+# tests/e2e/docker_lib.sh: fork (rknp, TCP fast path), fork-slirp (rknp,
+# TCP through libslirp), stock (Debian's rootlesskit with rknp-slirp4netns)
+# and slirp4netns (Debian's rootlesskit and slirp4netns: the reference).
+# All dockerds run at once; runs go round-robin (repeat 1 of every route
+# and direction, then repeat 2, ...) so drifts of the machine hit all
+# routes alike. Not a test: no threshold; docker_report.py writes medians
+# and ratios to slirp4netns.
+#
+#   sudo tests/bench/docker.sh [--repeat N] [--duration S] [--route R]... [--results DIR]
+#
+# Needs the build (tests/lib/build.sh build_all) and tests/install-deps.sh's
+# packages plus iperf3. Traffic goes only to the namespace this script
+# creates (and the host's loopback for the docker API).
+set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH_DIR/../.." && pwd)
+E2E_DIR=$REPO/tests/e2e
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+
+REPEAT=3
+DURATION=5
+ROUTES=()
+RESULTS=$REPO/tests/bench/results/docker-$(date -u +%Y%m%d_%H%M%S)
+while [ $# -gt 0 ]; do
+    case $1 in
+    --repeat) REPEAT=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --route) ROUTES+=("$2"); shift 2 ;;
+    --results) RESULTS=$2; shift 2 ;;
+    *) echo "usage: $0 [--repeat N] [--duration S] [--route fork|fork-slirp|stock|slirp4netns]... [--results DIR]" >&2; exit 2 ;;
+    esac
+done
+[ ${#ROUTES[@]} -gt 0 ] || ROUTES=(fork fork-slirp stock slirp4netns)
+
+[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a veth pair)" >&2; exit 1; }
+for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
+    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker \
+    /usr/bin/rootlesskit /usr/bin/slirp4netns /usr/bin/iperf3 /bin/busybox; do
+    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh, apt-get install iperf3; tests/lib/build.sh build_all)" >&2; exit 1; }
+done
+
+# shellcheck source=tests/e2e/lib.sh
+. "$E2E_DIR/lib.sh"
+NETNS_HOST=rknp-dk-bench
+IPERF_PORT=5201
+DOCKERD_TIMEOUT=$((600 + REPEAT * ${#ROUTES[@]} * 2 * (DURATION + 15)))
+IMAGE=rknp-iperf3:local
+SCRATCH=$(mktemp -d /tmp/rknp-docker-bench.XXXXXX)
+# shellcheck source=tests/e2e/docker_lib.sh
+. "$E2E_DIR/docker_lib.sh"
+TEST_HOST=$DOCKER_TEST_NET.2
+stop_all() {
+    local r
+    for r in "${!DOCKERD_PID[@]}"; do stop_dockerd "$r" || true; done
+}
+trap 'stop_all; docker_cleanup; e2e_cleanup' EXIT
+trap 'exit 130' INT TERM
+chmod 0755 "$SCRATCH"
+mkdir -p "$SCRATCH"/{bin,fork-bin,lib,logs,image} "$RESULTS"
+install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
+install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
+S4N=$SCRATCH/bin/rknp-slirp4netns
+LIB=$SCRATCH/lib/librknp.so.1
+
+setup_user
+make_image "$SCRATCH/image/iperf3.tar" /usr/bin/iperf3
+setup_docker_test_host "$NETNS_HOST"
+ip netns exec "$NETNS_HOST" iperf3 -s -B "$TEST_HOST" -p "$IPERF_PORT" >"$SCRATCH/logs/iperf3-server.log" 2>&1 &
+BG_PIDS+=($!)
+wait_tcp "$TEST_HOST" "$IPERF_PORT" "$NETNS_HOST"
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "kernel: $(uname -r), $(nproc) CPUs"
+    echo "docker: $(/usr/sbin/dockerd --version)"
+    echo "rootlesskit (stock): $(/usr/bin/rootlesskit --version)"
+    echo "slirp4netns: $(/usr/bin/slirp4netns --version | head -n1)"
+    echo "fork: $("$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB" | tr '\n' ' ')"
+    echo "repeat $REPEAT, iperf3 -t $DURATION, routes ${ROUTES[*]}"
+} | tee "$RESULTS/docker-machine.txt" >&2
+
+for r in "${ROUTES[@]}"; do
+    log "starting dockerd [$r]"
+    start_dockerd "$r" "$SCRATCH/image/iperf3.tar" >"$SCRATCH/logs/start.$r.log" 2>&1 ||
+        { cat "$SCRATCH/logs/start.$r.log" >&2; exit 1; }
+    # docker0's MTU as the run sees it, and a warm-up run.
+    log "[$r] docker0 mtu $(dk "$r" network inspect bridge -f '{{index .Options "com.docker.network.driver.mtu"}}' 2>/dev/null || echo default)"
+    dk "$r" run --rm --pull=never "$IMAGE" iperf3 -c "$TEST_HOST" -p "$IPERF_PORT" -t 1 >/dev/null
+done
+
+# One JSON result per (repeat, route, direction); a failed run leaves its
+# stderr next to it and the report counts it as an error.
+for rep in $(seq "$REPEAT"); do
+    for r in "${ROUTES[@]}"; do
+        for dir in download upload; do
+            flags=()
+            [ "$dir" = download ] && flags=(-R)
+            out=$RESULTS/docker-$r-$dir-$rep.json
+            log "repeat $rep [$r] $dir"
+            dk "$r" run --rm --pull=never "$IMAGE" iperf3 -c "$TEST_HOST" -p "$IPERF_PORT" \
+                -t "$DURATION" -J "${flags[@]}" >"$out" 2>"$out.err" || true
+        done
+    done
+done
+
+/usr/bin/python3 "$BENCH_DIR/docker_report.py" "$RESULTS" "${ROUTES[@]}" | tee "$RESULTS/docker.md"
