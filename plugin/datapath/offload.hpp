@@ -30,6 +30,9 @@ inline constexpr uint8_t kVnetNeedsCsum = 1;
 inline constexpr uint8_t kVnetGsoTcp4 = 1;
 inline constexpr uint8_t kVnetGsoTcp6 = 4;
 inline constexpr size_t kVnetHdrSize = sizeof(VnetHdr);
+// The tap read buffer: vnet header plus a 64 KiB TSO super-frame plus its
+// Ethernet header. No guest frame is longer.
+inline constexpr size_t kTapFrameMax = 65536 + 1024;
 static_assert(kVnetHdrSize == 10);
 
 // Completes a kVnetNeedsCsum checksum in frame (Ethernet

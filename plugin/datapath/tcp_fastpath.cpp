@@ -116,11 +116,23 @@ FastPath::FastPath(FastPathConfig cfg)
 
     // Data stays in the kernel until the guest ACKs it: without SO_PEEK_OFF
     // on TCP (Linux 6.9+) every peek would start at the oldest byte.
-    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s >= 0) {
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (probe) {
         int zero = 0;
-        enabled_ = ::setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
-        ::close(s);
+        enabled_ = ::setsockopt(probe.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
+        // The window we give the guest is what the host socket's send
+        // buffer has free, and a connection starts with a buffer of about
+        // 20 segments (69 KiB at MSS 1448). The kernel grows it only for
+        // a writer that found it full, which we never are (the guest sends
+        // what fits), so it would stay there: a 50 KiB window whatever the
+        // path. Instead each socket gets the largest buffer an unprivileged
+        // process may set (twice net.core.wmem_max, asked for 4 MiB like
+        // pasta), measured here once.
+        int want = 4 << 20, got = 0;
+        socklen_t len = sizeof got;
+        if (::setsockopt(probe.get(), SOL_SOCKET, SO_SNDBUF, &want, sizeof want) == 0 &&
+            ::getsockopt(probe.get(), SOL_SOCKET, SO_SNDBUF, &got, &len) == 0)
+            sndbuf_ = got;
     }
 }
 
@@ -351,9 +363,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     uint64_t h = hash(s.src, s.dst, s.sport, s.dport, s.v6);
     long idx = lookup(s, h);
     if (idx >= 0) {
-        FlowContext c = ctx(now());
-        flows_[size_t(idx)].guest_segment(c, s);
-        after(uint32_t(idx));
+        deliver(uint32_t(idx), s, frame);
         return Verdict::Consumed;
     }
     // Only a bare SYN starts a flow; anything else on an unknown 4-tuple
@@ -361,6 +371,41 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     if ((s.flags & (kSyn | kAck | kRst | kFin)) != kSyn) return Verdict::NotMine;
     open_flow(s, r);
     return Verdict::Consumed;
+}
+
+void FastPath::deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> frame) {
+    int64_t t = now();
+    if (!replaying_ && flows_[idx].ahead(s) &&
+        reorder_.hold(flow_ref(idx), s.seq, frame, t)) {
+        ++stats_.reorder_held;
+        return;
+    }
+    FlowContext c = ctx(t);
+    flows_[idx].guest_segment(c, s);
+    const uint64_t ref = flow_ref(idx);
+    after(idx);
+    if (replaying_) return;
+    // after() may have freed the slot: held frames then wait for expiry.
+    while (!reorder_.empty() && flow_ref(idx) == ref && !flows_[idx].closed()) {
+        std::optional<size_t> slot = reorder_.ready(ref, flows_[idx].rcv_nxt());
+        if (!slot) break;
+        ++stats_.reorder_filled;
+        replay(*slot);
+    }
+}
+
+void FastPath::replay(size_t slot) {
+    std::span<const uint8_t> frame = reorder_.frame(slot);
+    const uint64_t ref = reorder_.flow(slot);
+    const uint32_t idx = uint32_t(ref);
+    Segment s;
+    if (idx < flows_.size() && flow_ref(idx) == ref && !flows_[idx].closed() &&
+        parse_segment(frame, s) == Parse::Ok) {
+        replaying_ = true;
+        deliver(idx, s, frame);
+        replaying_ = false;
+    }
+    reorder_.release(slot);
 }
 
 void FastPath::poll_events() {
@@ -391,11 +436,15 @@ void FastPath::poll_events() {
 }
 
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
-    if (timers_.empty()) return -1;
-    return std::max<int64_t>(0, timers_.top_deadline() - now_ms);
+    int64_t d = reorder_.next_deadline();
+    if (!timers_.empty() && (d < 0 || timers_.top_deadline() < d)) d = timers_.top_deadline();
+    return d < 0 ? -1 : std::max<int64_t>(0, d - now_ms);
 }
 
 void FastPath::run_timers(int64_t now_ms) {
+    // Held frames whose gap did not fill: the flow drops them and asks the
+    // guest for the gap with a duplicate ACK, as without the stash.
+    while (std::optional<size_t> slot = reorder_.expired(now_ms)) replay(*slot);
     // Bounded: a flow re-arms for a later time, so each runs once per call.
     for (size_t budget = flows_.size() + 1; budget > 0 && !timers_.empty() &&
                                             timers_.top_deadline() <= now_ms;

@@ -37,6 +37,7 @@
 #include "datapath/tcp_batch.hpp"
 #include "datapath/tcp_flow.hpp"
 #include "datapath/tcp_frame.hpp"
+#include "datapath/tcp_reorder.hpp"
 #include "datapath/tcp_timers.hpp"
 
 namespace rknp::tcp {
@@ -153,7 +154,7 @@ private:
 
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
-        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu};
+        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu, sndbuf_};
     }
     uint64_t hash(const uint8_t guest[16], const uint8_t remote[16],
                   uint16_t gport, uint16_t rport, bool v6) const;
@@ -170,6 +171,12 @@ private:
     void erase(uint32_t idx);
     // Bookkeeping after any call into a flow: timer, pending work, freeing.
     void after(uint32_t idx);
+    // A guest segment of flow idx (live): to the flow, or held when it is
+    // ahead of a gap (ReorderStash); then held ones the gap no longer
+    // separates.
+    void deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> frame);
+    // A held frame to its flow (if still there) as it arrived; frees the slot.
+    void replay(size_t slot);
     void open_flow(const Segment &s, Route r);
     void reply_rst(const Segment &s);
     void service_pending();
@@ -188,6 +195,7 @@ private:
 
     FastPathConfig cfg_;
     bool enabled_ = false;
+    int sndbuf_ = 0; // FlowContext::sndbuf
     UniqueFd ep_;
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;
@@ -199,6 +207,8 @@ private:
     std::vector<uint32_t> index_;  // open addressing: slot + 1, 0 empty
     size_t index_mask_ = 0;
     TimerHeap timers_;
+    ReorderStash reorder_{16, kTapFrameMax};
+    bool replaying_ = false; // deliver() is in replay(): no nested release
     std::vector<uint32_t> pending_; // ring of slots with postponed work
     std::vector<uint8_t> queued_;   // per slot: in pending_
     size_t pending_head_ = 0, pending_count_ = 0;

@@ -24,7 +24,13 @@ void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
         close(c, true, true); // ENOMEM/ENOSPC: cannot watch it, give up
 }
 
-uint32_t Flow::window_now() {
+uint32_t Flow::window_now(bool fresh) {
+    // Between looks the estimate only shrinks by what was sent, so the
+    // window's right edge stays put and never promises more than the
+    // socket had (ACKs from the host peer only free more). This saves a
+    // getsockopt per guest segment of an interactive flow.
+    if (!fresh && v_.wnd_seen != 0 && v_.taken_since < v_.wnd_seen / 8)
+        return v_.wnd_seen - v_.taken_since;
     // SO_MEMINFO gives the two numbers send() is limited by: the send
     // buffer and what is queued in it (both in memory, not payload,
     // units). A quarter is kept back for per-skb overhead so that what we
@@ -38,7 +44,9 @@ uint32_t Flow::window_now() {
     uint64_t free = v_.sndbuf > queued ? v_.sndbuf - queued : 0;
     uint64_t w = free / 4 * 3;
     uint64_t cap = uint64_t(65535) << v_.our_ws;
-    return uint32_t(std::min(w, cap));
+    v_.wnd_seen = uint32_t(std::min(w, cap));
+    v_.taken_since = 0;
+    return v_.wnd_seen;
 }
 
 uint32_t Flow::rto_base() const {
@@ -140,6 +148,12 @@ int64_t Flow::deadline() const {
     for (int64_t t : {v_.rto_at, v_.wnd_at, v_.idle_at})
         if (t >= 0 && (d < 0 || t < d)) d = t;
     return d;
+}
+
+bool Flow::ahead(const Segment &s) const {
+    return v_.state == State::Established && !v_.guest_fin && !s.payload.empty() &&
+           !(s.flags & (kSyn | kRst)) && seq_gt(s.seq, v_.rcv_nxt) &&
+           seq_lt(s.seq, v_.rcv_nxt + std::max<uint32_t>(v_.adv_wnd, 65535));
 }
 
 void Flow::touch(FlowContext &c) {
@@ -267,6 +281,7 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
             // Acked beyond a rewind: skip ahead. The kernel clamped the
             // peek offset at 0 already; say so explicitly all the same.
             v_.snd_nxt = v_.snd_una;
+            v_.peek_drained = false;
             int zero = 0;
             (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
         }
@@ -339,12 +354,14 @@ void Flow::process_data(FlowContext &c, const Segment &s) {
             n = 0;
         }
         took = size_t(n);
+        v_.taken_since += uint32_t(took);
         v_.rcv_nxt += uint32_t(took);
         c.stats.bytes_to_host += took;
         if (took < want) {
             // The rest is not acknowledged: the guest sends it again once
             // the window we advertise reopens.
             v_.partial = true;
+            v_.wnd_seen = 0; // look again before the next ACK
             ++c.stats.partial_sends;
         }
     }
@@ -359,6 +376,7 @@ void Flow::process_data(FlowContext &c, const Segment &s) {
 
 bool Flow::rewind(FlowContext &c) {
     v_.snd_nxt = v_.snd_una;
+    v_.peek_drained = false;
     v_.rtt_timing = false;
     if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
     int zero = 0;
@@ -371,7 +389,7 @@ bool Flow::rewind(FlowContext &c) {
 
 void Flow::push(FlowContext &c) {
     v_.want_push = false;
-    if (v_.state != State::Established || v_.fin_sent) return;
+    if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
     const int fd = sock_.get();
     const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
     for (;;) {
@@ -406,7 +424,10 @@ void Flow::push(FlowContext &c) {
             n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                v_.peek_drained = true;
+                return;
+            }
             close(c, true, true); // ECONNRESET and friends
             return;
         }
@@ -447,7 +468,10 @@ void Flow::push(FlowContext &c) {
             v_.rtt_start = c.now;
         }
         if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
-        if (size_t(n) < asked) return; // drained
+        if (size_t(n) < asked) { // drained, or an urgent mark
+            v_.peek_drained = !v_.host_urgent;
+            return;
+        }
     }
 }
 
@@ -467,7 +491,7 @@ void Flow::service(FlowContext &c) {
 void Flow::window_check(FlowContext &c, bool from_timer) {
     if (v_.state != State::Established || v_.guest_fin) return;
     uint32_t before = v_.adv_wnd;
-    uint32_t w = window_now();
+    uint32_t w = window_now(true);
     uint32_t step = std::max<uint32_t>(v_.mss, uint32_t(1) << v_.our_ws);
     if (w >= before + step || (before == 0 && w > 0)) {
         // Window update; after a partial send, duplicate ACKs too, so the
@@ -507,7 +531,11 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         return;
     }
     if (v_.state == State::Established) {
-        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) push(c);
+        if (ev & EPOLLPRI) v_.host_urgent = true;
+        if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) {
+            v_.peek_drained = false;
+            push(c);
+        }
         if (closed()) return;
         if (ev & EPOLLOUT) window_check(c, false);
         touch(c);

@@ -43,6 +43,8 @@ struct FastPathStats {
     uint64_t forward_established = 0; // the guest answered our SYN
     uint64_t forward_syn_timeouts = 0; // the guest never answered
     uint64_t arp_requests = 0;     // guest MAC not known yet: asked for it
+    uint64_t reorder_held = 0;     // guest segments ahead of a gap, held
+    uint64_t reorder_filled = 0;   // of those, delivered once the gap filled
 };
 
 // What a flow needs from the fast path during one call.
@@ -52,6 +54,9 @@ struct FlowContext {
     int epfd;
     int64_t now; // ms, monotonic
     uint32_t mtu;
+    // SO_SNDBUF a host socket gets once connected when it has less (0:
+    // left alone); see FastPath's constructor.
+    int sndbuf;
     // Set by a flow that has a frame for a guest whose MAC is unknown.
     bool want_guest_mac = false;
 };
@@ -110,6 +115,10 @@ public:
     // Earliest deadline, or -1.
     int64_t deadline() const;
     bool wants_service() const { return v_.owe_synack || v_.owe_ack || v_.want_push; }
+    // Data of an established flow starting past the next byte expected
+    // (within the window): guest_segment would drop it.
+    bool ahead(const Segment &s) const;
+    uint32_t rcv_nxt() const { return v_.rcv_nxt; }
 
 private:
     // Plain state, reset as a whole when a slot is reused.
@@ -140,10 +149,18 @@ private:
         uint32_t rtt_seq = 0;
         int64_t rtt_start = 0;
         bool host_eof = false, fin_sent = false, fin_acked = false;
+        // The last peek reached the end of the socket's data, and neither
+        // an EPOLLIN edge nor a rewind came since: nothing to peek. A
+        // short peek means the end, except at an urgent mark (the kernel
+        // stops there even with SO_OOBINLINE): once the host sent urgent
+        // data (EPOLLPRI) only EAGAIN does.
+        bool peek_drained = false, host_urgent = false;
         // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
         uint32_t irs = 0, rcv_nxt = 0;
         uint32_t adv_wnd = 0;     // last window we advertised, bytes
         uint32_t sndbuf = 0;      // socket's send buffer at the last look
+        uint32_t wnd_seen = 0;    // the window that look gave
+        uint32_t taken_since = 0; // bytes the socket took after that look
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
         // Deadlines (ms, -1 unarmed).
@@ -170,7 +187,10 @@ private:
     bool send_ack(FlowContext &c, int copies = 1);
     bool emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
               uint16_t window);
-    uint32_t window_now();
+    // What the socket will take now: looked up (SO_MEMINFO) when fresh,
+    // after a refused send, or once the socket took an eighth of the last
+    // look's window; in between that window less what it took since.
+    uint32_t window_now(bool fresh = false);
     uint32_t rto_base() const;
     void rtt_sample(int64_t ms);
     uint16_t window_field(uint32_t wnd) const;

@@ -22,8 +22,6 @@ namespace {
 
 // Frames drained from the tap per wake-up before host sockets get a turn.
 constexpr int kTapBudget = 256;
-// vnet header plus a 64 KiB TSO super-frame plus its Ethernet header.
-constexpr size_t kFrameBuffer = 65536 + 1024;
 // A flooding guest must not flood the log too.
 constexpr int64_t kRefusalLogMs = 10000;
 
@@ -60,7 +58,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
                      int wake_fd, const std::atomic<bool> &stop, Stats &stats,
                      TaskQueue &tasks)
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
-      tap_(stats), coalescer_(tap_, stats), frame_(kFrameBuffer),
+      tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(now_ms())),
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()) {

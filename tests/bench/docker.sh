@@ -39,31 +39,25 @@ while [ $# -gt 0 ]; do
 done
 [ ${#ROUTES[@]} -gt 0 ] || ROUTES=(fork fork-slirp stock slirp4netns)
 
-[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a veth pair)" >&2; exit 1; }
-for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
-    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker \
-    /usr/bin/rootlesskit /usr/bin/slirp4netns /usr/bin/iperf3 /bin/busybox; do
-    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh, apt-get install iperf3; tests/lib/build.sh build_all)" >&2; exit 1; }
-done
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
+e2e_require "creates a user, namespaces and a veth pair" "tests/install-deps.sh, apt-get install iperf3; tests/lib/build.sh build_all" \
+    "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
+    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker \
+    /usr/bin/rootlesskit /usr/bin/slirp4netns /usr/bin/iperf3 /bin/busybox
 NETNS_HOST=rknp-dk-bench
 IPERF_PORT=5201
 DOCKERD_TIMEOUT=$((600 + REPEAT * ${#ROUTES[@]} * 2 * (DURATION + 15)))
 IMAGE=rknp-iperf3:local
-SCRATCH=$(mktemp -d /tmp/rknp-docker-bench.XXXXXX)
-# shellcheck source=tests/e2e/docker_lib.sh
-. "$E2E_DIR/docker_lib.sh"
-TEST_HOST=$DOCKER_TEST_NET.2
 stop_all() {
     local r
     for r in "${!DOCKERD_PID[@]}"; do stop_dockerd "$r" || true; done
 }
-trap 'stop_all; docker_cleanup; e2e_cleanup' EXIT
-trap 'exit 130' INT TERM
-chmod 0755 "$SCRATCH"
-mkdir -p "$SCRATCH"/{bin,fork-bin,lib,logs,image} "$RESULTS"
+e2e_scratch docker-bench "stop_all; docker_cleanup"
+mkdir -p "$SCRATCH"/{fork-bin,image} "$RESULTS"
+# shellcheck source=tests/e2e/docker_lib.sh
+. "$E2E_DIR/docker_lib.sh"
+TEST_HOST=$DOCKER_TEST_NET.2
 install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
 install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
 install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"

@@ -23,26 +23,18 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$REPO/build}
 
-if [ -z "${_RKNP_S4N_INNER:-}" ]; then
-    exec env _RKNP_S4N_INNER=1 timeout -k 10 "${E2E_TIMEOUT:-900}" bash "$0" "$@"
-fi
-
-[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a DNS server on :53)" >&2; exit 1; }
-for f in "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" /usr/bin/rootlesskit /usr/bin/slirp4netns; do
-    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh; build rknp-slirp4netns first)" >&2; exit 1; }
-done
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
+e2e_bound 900 "$@"
+e2e_require "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-slirp4netns first" \
+    "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" /usr/bin/rootlesskit /usr/bin/slirp4netns
+# shellcheck source=tests/e2e/cases.sh
+. "$E2E_DIR/cases.sh" # cidr, mtu_1500, mtu_65520, ipv6; same-named cases below replace its
 
 DNS_NAME=rknp-s4n.test
 DNS_IP=192.0.2.78
 
-SCRATCH=$(mktemp -d /tmp/rknp-s4n.XXXXXX)
-trap e2e_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 0755 "$SCRATCH"
-mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+e2e_scratch s4n
 # Copies (a rebuild during the run cannot change them); the binary finds
 # the library through its $ORIGIN/../lib rpath.
 install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
@@ -163,44 +155,6 @@ case_dns() {
         sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
     expect "nameserver 10.0.2.3 in the child's resolv.conf" "^nameserver 10\.0\.2\.3\$" "$out"
     expect "resolved $DNS_NAME" "^${DNS_IP//./\\.} " "$out"
-}
-
-# 3. --cidr: guest .100, gateway .2 of the given network.
-case_cidr() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --cidr=10.0.135.128/25 -- sh -c "
-        ip -o addr show dev tap0; ip route
-        echo sha=\$($(fetch_sha "http://10.0.135.130:$PORT4/file"))")
-    expect "guest address" "inet 10\.0\.135\.228/25" "$out"
-    expect "default route" "^default via 10\.0\.135\.130 dev tap0" "$out"
-    expect "fetch via the custom gateway" "^sha=$FILE_SHA\$" "$out"
-}
-
-# 4. --mtu: the tap's MTU, and a 4 MiB fetch at that MTU.
-mtu_case() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --mtu="$2" -- sh -c "
-        ip -o link show dev tap0
-        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
-    expect "MTU $2" "tap0: .* mtu $2 " "$out"
-    expect "fetch" "^sha=$FILE_SHA\$" "$out"
-}
-case_mtu_1500() { mtu_case "$1" 1500; }
-case_mtu_65520() { mtu_case "$1" 65520; }
-
-# 5. --ipv6: a server on the host's [::1] through [fd00::2], guest address
-# by SLAAC from the stack's router advertisements.
-case_ipv6() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --ipv6 -- sh -c "
-        for i in \$(seq 100); do
-            ip -6 -o addr show dev tap0 scope global | grep -v tentative | grep -q 'inet6 fd00::' && break
-            sleep 0.1
-        done
-        ip -6 -o addr show dev tap0
-        echo sha=\$($(fetch_sha "http://[fd00::2]:$PORT6/file"))")
-    expect "guest IPv6 address" "inet6 fd00::" "$out"
-    expect "fetch over IPv6" "^sha=$FILE_SHA\$" "$out"
 }
 
 # 6. The command's exit status comes back through rootlesskit, and nothing

@@ -32,33 +32,24 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$REPO/build}
 
-if [ -z "${_RKNP_DOCKER_INNER:-}" ]; then
-    exec env _RKNP_DOCKER_INNER=1 timeout -k 10 "${E2E_TIMEOUT:-300}" bash "$0" "$@"
-fi
-
-[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a veth pair)" >&2; exit 1; }
-for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
-    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
-    /usr/bin/rootlesskit-docker-proxy /bin/busybox; do
-    [ -e "$f" ] || { echo "missing $f (tests/install-deps.sh; tests/lib/build.sh build_all)" >&2; exit 1; }
-done
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
+e2e_bound 300 "$@"
+e2e_require "creates a user, namespaces and a veth pair" "tests/install-deps.sh; tests/lib/build.sh build_all" \
+    "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
+    /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
+    /usr/bin/rootlesskit-docker-proxy /bin/busybox
 E2E_RKNP_DRIVERS="fork stock" # both routes are rknp's: no reference driver
 
 NETNS_HOST=rknp-dk-host
 TEST_HOST_PORT=8080
 DOCKERD_TIMEOUT=150 # seconds a dockerd may live (the whole route)
 IMAGE=rknp-busybox:local
-SCRATCH=$(mktemp -d /tmp/rknp-docker.XXXXXX)
+e2e_scratch docker docker_cleanup
+mkdir -p "$SCRATCH"/{fork-bin,image}
 # shellcheck source=tests/e2e/docker_lib.sh
 . "$E2E_DIR/docker_lib.sh"
 TEST_HOST=$DOCKER_TEST_NET.2
-trap 'docker_cleanup; e2e_cleanup' EXIT
-trap 'exit 130' INT TERM
-chmod 0755 "$SCRATCH"
-mkdir -p "$SCRATCH"/{bin,fork-bin,lib,www,logs,image}
 # Copies (a rebuild during the run cannot change them). rknp-slirp4netns
 # finds the library through its $ORIGIN/../lib rpath; the rootlesskit
 # command gets it from --net-plugin. Installed under the name

@@ -35,17 +35,11 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$REPO/build}
 
-if [ -z "${_RKNP_FLOOD_INNER:-}" ]; then
-    exec env _RKNP_FLOOD_INNER=1 timeout -k 10 "${E2E_TIMEOUT:-300}" bash "$0" "$@"
-fi
-
-[ "$(id -u)" = 0 ] || { echo "run as root (creates a user and namespaces)" >&2; exit 1; }
-for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/lib/librknp.so.1"; do
-    [ -e "$f" ] || { echo "missing $f (build first: tests/lib/build.sh build_all)" >&2; exit 1; }
-done
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
+e2e_bound 300 "$@"
+e2e_require "creates a user and namespaces" "build first: tests/lib/build.sh build_all" \
+    "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh" # ctl, start_port_helper, http_sha_eventually
 
@@ -54,11 +48,7 @@ COUNT=${FLOOD_COUNT:-100000} # SYNs, and as many UDP sources
 RATE=${FLOOD_RATE:-12000}    # frames a second (SYNs + datagrams)
 RK_TIMEOUT=120
 
-SCRATCH=$(mktemp -d /tmp/rknp-flood.XXXXXX)
-trap e2e_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 0755 "$SCRATCH"
-mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+e2e_scratch flood
 install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
 install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
 install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"

@@ -18,6 +18,39 @@ PASSES=0
 
 log() { echo "# $*" >&2; }
 
+# e2e_bound SECONDS "$@": the first thing a script does after sourcing this
+# file: runs the script again under timeout(1) (E2E_TIMEOUT overrides
+# SECONDS) unless this is that run already.
+e2e_bound() {
+    local secs=${E2E_TIMEOUT:-$1}
+    shift
+    [ -n "${_RKNP_E2E_BOUNDED:-}" ] && return 0
+    exec env _RKNP_E2E_BOUNDED=1 timeout -k 10 "$secs" bash "$0" "$@"
+}
+
+# e2e_require WHY HINT FILE...: exits unless run as root (WHY: what for)
+# and every FILE exists (HINT: how to get it).
+e2e_require() {
+    local why=$1 hint=$2 f
+    shift 2
+    [ "$(id -u)" = 0 ] || { echo "run as root ($why)" >&2; exit 1; }
+    for f in "$@"; do
+        [ -e "$f" ] || { echo "missing $f ($hint)" >&2; exit 1; }
+    done
+}
+
+# e2e_scratch NAME [EXIT_COMMANDS]: SCRATCH, a fresh directory the test user
+# can read with bin/ lib/ www/ logs/ home/ tmp/, removed on exit by
+# e2e_cleanup (after EXIT_COMMANDS).
+e2e_scratch() {
+    SCRATCH=$(mktemp -d "/tmp/rknp-$1.XXXXXX")
+    # shellcheck disable=SC2064 # expanded now on purpose
+    trap "${2:+$2; }e2e_cleanup" EXIT
+    trap 'exit 130' INT TERM
+    chmod 0755 "$SCRATCH"
+    mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+}
+
 # setup_user: /dev/net/tun usable by anyone, and an unprivileged user with
 # subordinate id ranges for newuidmap/newgidmap.
 setup_user() {

@@ -21,18 +21,11 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$REPO/build}
 
-# Bound the whole run; the inner run is marked so it does not re-wrap.
-if [ -z "${_RKNP_E2E_INNER:-}" ]; then
-    _RKNP_E2E_INNER=1 exec timeout -k 10 "${E2E_TIMEOUT:-900}" bash "$0" "$@"
-fi
-
-[ "$(id -u)" = 0 ] || { echo "run as root (creates a user, namespaces and a DNS server on :53)" >&2; exit 1; }
-for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/lib/librknp.so.1"; do
-    [ -e "$f" ] || { echo "missing $f (build first: see go-bindings/README.md)" >&2; exit 1; }
-done
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
+e2e_bound 900 "$@"
+e2e_require "creates a user, namespaces and a DNS server on :53" "build first: see go-bindings/README.md" \
+    "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh"
 
@@ -44,11 +37,7 @@ DNS_IP=192.0.2.77
 
 # A scratch tree the test user can read: copies of the artifacts (so a
 # rebuild during the run cannot change them), served files, logs.
-SCRATCH=$(mktemp -d /tmp/rknp-e2e.XXXXXX)
-trap e2e_cleanup EXIT
-trap 'exit 130' INT TERM
-chmod 0755 "$SCRATCH"
-mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
+e2e_scratch e2e
 install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
 # rootlessctl (upstream's, built from go-bindings' module graph) is needed
 # by the ports_* cases only; they fail with a hint when it is missing.

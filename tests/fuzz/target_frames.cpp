@@ -46,7 +46,6 @@ using namespace rknp;
 
 namespace {
 
-constexpr size_t kFrameBuffer = 65536 + 1024; // stack_loop.cpp's tap buffer
 constexpr size_t kMaxRecords = 64;
 
 // Accounts for what a Coalescer emits and checks every frame with a
@@ -355,7 +354,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t r = 0; r < kMaxRecords && in.left() > 0; ++r) {
             uint8_t op = in.u8();
             size_t len = in.u16() + ((op & 0x20) ? 0x10000 : 0);
-            auto bytes = in.bytes(std::min(len, kFrameBuffer));
+            auto bytes = in.bytes(std::min(len, kTapFrameMax));
             stack.now_ns += int64_t(op & 0x0f) * 100'000'000;
             // Exact-size copies: any overread is outside the allocation.
             std::vector<uint8_t> frame(bytes.begin(), bytes.end());

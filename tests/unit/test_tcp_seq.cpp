@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Sequence arithmetic across 2^32 and the fast path's deadline heap.
+// Sequence arithmetic across 2^32, the fast path's deadline heap and its
+// reorder stash.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
+#include "datapath/tcp_reorder.hpp"
 #include "datapath/tcp_seq.hpp"
 #include "datapath/tcp_timers.hpp"
 
@@ -77,4 +79,29 @@ TEST_CASE("tcp_timers: random operations match a reference") {
             REQUIRE(ref[h.top_id()] == best);
         }
     }
+}
+
+TEST_CASE("reorder stash: bounded slots, oldest ready first, expiry") {
+    ReorderStash st(2, 100);
+    const uint8_t f1[3] = {1, 2, 3}, f2[4] = {4, 5, 6, 7}, big[101] = {};
+    CHECK(st.empty());
+    CHECK_FALSE(st.hold(7, 500, big, 0)); // longer than a slot
+    REQUIRE(st.hold(7, 0xfffffff0u, f1, 10)); // just before the wrap
+    REQUIRE(st.hold(7, 20, f2, 11));
+    CHECK_FALSE(st.hold(8, 1, f1, 11)); // all slots taken
+    CHECK(st.next_deadline() == 10 + ReorderStash::kHoldMs);
+    CHECK_FALSE(st.ready(7, 0xffffffe0u).has_value()); // both still ahead
+    CHECK_FALSE(st.ready(8, 100).has_value());          // another flow's
+    auto s = st.ready(7, 100); // both at or before 100: the older sequence first
+    REQUIRE(s.has_value());
+    CHECK(st.frame(*s).size() == 3);
+    CHECK(st.frame(*s)[2] == 3);
+    st.release(*s);
+    CHECK_FALSE(st.expired(11 + ReorderStash::kHoldMs - 1).has_value());
+    auto e = st.expired(11 + ReorderStash::kHoldMs);
+    REQUIRE(e.has_value());
+    CHECK(st.flow(*e) == 7);
+    st.release(*e);
+    CHECK(st.empty());
+    CHECK(st.next_deadline() == -1);
 }
