@@ -19,19 +19,31 @@ bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h) {
     return true;
 }
 
-std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
-    std::span<uint8_t> frame = raw;
-    if (vnet) {
-        if (raw.size() < kVnetHdrSize) return {};
-        VnetHdr h;
-        std::memcpy(&h, raw.data(), sizeof h);
-        frame = raw.subspan(kVnetHdrSize);
-        // A TSO super-frame is passed whole: libslirp is the TCP endpoint,
-        // so nothing needs segmenting; only the checksum must be finished.
-        if ((h.flags & kVnetNeedsCsum) && !complete_checksum(frame, h))
-            return {};
+TapFrame split_tap_frame(std::span<uint8_t> raw, bool vnet) {
+    TapFrame f;
+    if (!vnet) {
+        f.eth = raw;
+        return f;
     }
-    return frame;
+    if (raw.size() < kVnetHdrSize) return f;
+    std::memcpy(&f.hdr, raw.data(), sizeof f.hdr);
+    f.eth = raw.subspan(kVnetHdrSize);
+    f.csum_partial = (f.hdr.flags & kVnetNeedsCsum) != 0;
+    return f;
+}
+
+bool finish_checksum(TapFrame &f) {
+    // A TSO super-frame is passed whole: libslirp is the TCP endpoint, so
+    // nothing needs segmenting; only the checksum must be finished.
+    if (!f.csum_partial) return true;
+    f.csum_partial = false;
+    return complete_checksum(f.eth, f.hdr);
+}
+
+std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
+    TapFrame f = split_tap_frame(raw, vnet);
+    if (!finish_checksum(f)) return {};
+    return f.eth;
 }
 
 VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,

@@ -39,10 +39,23 @@ static_assert(kVnetHdrSize == 10);
 // frame without the vnet header). Returns false if the offsets are bogus.
 bool complete_checksum(std::span<uint8_t> frame, const VnetHdr &h);
 
-// A frame read from the tap, made ready for slirp_input: strips the vnet
-// header (if vnet) and completes a partial checksum. Returns the Ethernet
-// frame, or an empty span if the frame must be dropped (bogus offsets).
-// IPv4 fragments still need Ipv4Reassembler (reassembly.hpp).
+// A frame read from the tap: the Ethernet frame (empty if too short for
+// the vnet header) and, when the guest left its checksum partial, the vnet
+// header that says where it goes.
+struct TapFrame {
+    std::span<uint8_t> eth;
+    bool csum_partial = false;
+    VnetHdr hdr{};
+};
+TapFrame split_tap_frame(std::span<uint8_t> raw, bool vnet);
+// Completes a partial checksum (once); false if its offsets are bogus (the
+// frame must be dropped). Only libslirp needs it: the fast path hands the
+// payload to a host socket, so its frames skip the pass over every byte.
+bool finish_checksum(TapFrame &f);
+
+// split_tap_frame and finish_checksum at once, for slirp_input: the
+// Ethernet frame, or an empty span if the frame must be dropped. IPv4
+// fragments still need Ipv4Reassembler (reassembly.hpp).
 std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
 
 // Makes the TCP checksum of a guest-bound segment partial: writes the

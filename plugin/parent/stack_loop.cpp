@@ -258,8 +258,8 @@ void StackLoop::drain_tap() {
 }
 
 void StackLoop::input_frame(size_t n) {
-    std::span<uint8_t> frame =
-        prepare_guest_frame({frame_.data(), n}, tap_.vnet_hdr());
+    TapFrame tap_frame = split_tap_frame({frame_.data(), n}, tap_.vnet_hdr());
+    std::span<uint8_t> frame = tap_frame.eth;
     if (frame.empty()) {
         Stats::add(stats_.frames_dropped, 1);
         return;
@@ -271,8 +271,14 @@ void StackLoop::input_frame(size_t n) {
         Stats::add(stats_.frames_filtered, 1);
         return;
     }
+    // The checksum is finished once the frame is known not to be the fast
+    // path's (it never needs it); fragments are checked whole first.
     uint32_t frames = 1;
     if (is_ipv4_fragment(frame)) { // libslirp must never see one
+        if (!finish_checksum(tap_frame)) {
+            Stats::add(stats_.frames_dropped, 1);
+            return;
+        }
         auto o = reassembler_.add(frame, now_ms());
         Stats::add(stats_.frames_dropped, o.dropped);
         if (o.datagram.empty()) return;
@@ -284,6 +290,10 @@ void StackLoop::input_frame(size_t n) {
         Stats::add(stats_.frames_from_tap, frames);
         Stats::add(stats_.bytes_from_tap, frame.size());
         flush_fast_path();
+        return;
+    }
+    if (!finish_checksum(tap_frame)) {
+        Stats::add(stats_.frames_dropped, 1);
         return;
     }
     strip_urgent(frame); // also in reassembled datagrams

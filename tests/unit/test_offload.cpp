@@ -138,6 +138,37 @@ TEST_CASE("a partial checksum from the kernel is completed correctly") {
     CHECK_FALSE(complete_checksum(f, bogus));
 }
 
+TEST_CASE("a tap frame's partial checksum is finished only when asked, once") {
+    Bytes f = segment(1000, 333);
+    Bytes header_only = f;
+    header_only.resize(34);
+    header_only.resize(34 + 20 + 333, 0);
+    store(f.data() + 50, csum_fold(tcp4_sum(header_only)));
+    VnetHdr h{kVnetNeedsCsum, 0, 0, 0, 34, 16};
+    Bytes raw(sizeof h);
+    std::memcpy(raw.data(), &h, sizeof h);
+    raw.insert(raw.end(), f.begin(), f.end());
+    TapFrame t = split_tap_frame(raw, true);
+    REQUIRE(t.eth.size() == f.size());
+    CHECK(t.csum_partial);
+    CHECK_FALSE(checksums_valid(Bytes(t.eth.begin(), t.eth.end()))); // the fast path's view
+    REQUIRE(finish_checksum(t));
+    CHECK_FALSE(t.csum_partial);
+    CHECK(checksums_valid(Bytes(t.eth.begin(), t.eth.end()))); // libslirp's
+    Bytes again(t.eth.begin(), t.eth.end());
+    REQUIRE(finish_checksum(t)); // a second call changes nothing
+    CHECK(Bytes(t.eth.begin(), t.eth.end()) == again);
+    // Bogus offsets: dropped, but only where the checksum is needed.
+    std::memcpy(raw.data(), &h, sizeof h);
+    VnetHdr bogus{kVnetNeedsCsum, 0, 0, 0, 34, 60000};
+    std::memcpy(raw.data(), &bogus, sizeof bogus);
+    TapFrame b = split_tap_frame(raw, true);
+    CHECK(b.eth.size() == f.size());
+    CHECK_FALSE(finish_checksum(b));
+    CHECK(prepare_guest_frame(raw, true).empty());
+    CHECK(split_tap_frame({raw.data(), 5}, true).eth.empty());
+}
+
 TEST_CASE("consecutive segments of one flow become one GSO frame") {
     std::vector<Out> out;
     Collector sink(out);
