@@ -105,4 +105,5 @@ for rep in $(seq "$REPEAT"); do
     done
 done
 
+find "$RESULTS" -name 'docker-*.json.err' -empty -delete
 /usr/bin/python3 "$BENCH_DIR/docker_report.py" "$RESULTS" "${ROUTES[@]}" | tee "$RESULTS/docker.md"
