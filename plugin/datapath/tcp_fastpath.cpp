@@ -386,7 +386,7 @@ void FastPath::deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> 
     after(idx);
     if (replaying_) return;
     // after() may have freed the slot: held frames then wait for expiry.
-    while (!reorder_.empty() && flow_ref(idx) == ref && !flows_[idx].closed()) {
+    while (!reorder_.empty() && live(ref)) {
         std::optional<size_t> slot = reorder_.ready(ref, flows_[idx].rcv_nxt());
         if (!slot) break;
         ++stats_.reorder_filled;
@@ -399,8 +399,7 @@ void FastPath::replay(size_t slot) {
     const uint64_t ref = reorder_.flow(slot);
     const uint32_t idx = uint32_t(ref);
     Segment s;
-    if (idx < flows_.size() && flow_ref(idx) == ref && !flows_[idx].closed() &&
-        parse_segment(frame, s) == Parse::Ok) {
+    if (live(ref) && parse_segment(frame, s) == Parse::Ok) {
         replaying_ = true;
         deliver(idx, s, frame);
         replaying_ = false;
@@ -426,8 +425,8 @@ void FastPath::poll_events() {
             accept_forward(size_t(uint32_t(ref)));
             continue;
         }
+        if (!live(ref)) continue;
         uint32_t idx = uint32_t(ref);
-        if (idx >= flows_.size() || flow_ref(idx) != ref || flows_[idx].closed()) continue;
         FlowContext c = ctx(now());
         flows_[idx].socket_events(c, evs[i].events);
         after(idx);

@@ -165,6 +165,12 @@ private:
     uint64_t flow_ref(uint32_t idx) const {
         return uint64_t(gen_[idx] & kGenMask) << 32 | idx;
     }
+    // Whether ref (an epoll datum or a held frame's owner) still names an
+    // open flow: its slot may have been freed or reused since.
+    bool live(uint64_t ref) const {
+        uint32_t idx = uint32_t(ref);
+        return idx < flows_.size() && flow_ref(idx) == ref && !flows_[idx].closed();
+    }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
     void insert(uint32_t idx, uint64_t h);

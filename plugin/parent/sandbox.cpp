@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -268,35 +269,37 @@ void install_seccomp() {
         throw_errno("seccomp_load", -rc);
 }
 
+namespace {
+
+// Runs one layer's installer; on failure returns why (for the summary
+// line) and warns unless the kernel simply lacks it. nullopt: in force.
+std::optional<std::string> try_layer(const char *name, void (*install)(),
+                                     const Logger &log) {
+    try {
+        install();
+        return std::nullopt;
+    } catch (const Error &e) {
+        if (e.code() != RKNP_ERR_UNSUPPORTED)
+            log.warn(std::string("sandbox: ") + name + " not in force: " + e.what());
+        return e.what();
+    } catch (const std::exception &e) {
+        log.warn(std::string("sandbox: ") + name + " not in force: " + e.what());
+        return e.what();
+    }
+}
+
+} // namespace
+
 uint32_t confine_stack_thread(const Logger &log) noexcept {
     uint32_t bits = 0;
-    std::string landlock, seccomp;
-    try {
-        install_landlock();
-        bits |= RKNP_SANDBOX_LANDLOCK;
-    } catch (const Error &e) {
-        landlock = e.what();
-        if (e.code() != RKNP_ERR_UNSUPPORTED)
-            log.warn(std::string("sandbox: Landlock not in force: ") + e.what());
-    } catch (const std::exception &e) {
-        landlock = e.what();
-        log.warn(std::string("sandbox: Landlock not in force: ") + e.what());
-    }
-    try {
-        install_seccomp();
-        bits |= RKNP_SANDBOX_SECCOMP;
-    } catch (const Error &e) {
-        seccomp = e.what();
-        if (e.code() != RKNP_ERR_UNSUPPORTED)
-            log.warn(std::string("sandbox: seccomp not in force: ") + e.what());
-    } catch (const std::exception &e) {
-        seccomp = e.what();
-        log.warn(std::string("sandbox: seccomp not in force: ") + e.what());
-    }
+    const auto landlock = try_layer("Landlock", install_landlock, log);
+    if (!landlock) bits |= RKNP_SANDBOX_LANDLOCK;
+    const auto seccomp = try_layer("seccomp", install_seccomp, log);
+    if (!seccomp) bits |= RKNP_SANDBOX_SECCOMP;
     std::string msg = "sandbox on the stack thread: seccomp ";
-    msg += (bits & RKNP_SANDBOX_SECCOMP) ? "on" : "off (" + seccomp + ")";
+    msg += seccomp ? "off (" + *seccomp + ")" : "on";
     msg += ", Landlock ";
-    msg += (bits & RKNP_SANDBOX_LANDLOCK) ? "on" : "off (" + landlock + ")";
+    msg += landlock ? "off (" + *landlock + ")" : "on";
     log.info(msg);
     return bits;
 }

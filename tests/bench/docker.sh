@@ -58,11 +58,7 @@ mkdir -p "$SCRATCH"/{fork-bin,image} "$RESULTS"
 # shellcheck source=tests/e2e/docker_lib.sh
 . "$E2E_DIR/docker_lib.sh"
 TEST_HOST=$DOCKER_TEST_NET.2
-install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
-install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
-S4N=$SCRATCH/bin/rknp-slirp4netns
-LIB=$SCRATCH/lib/librknp.so.1
+install_route_binaries
 
 setup_user
 make_image "$SCRATCH/image/iperf3.tar" /usr/bin/iperf3

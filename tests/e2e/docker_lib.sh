@@ -4,8 +4,8 @@
 # started with its own dockerd-rootless.sh as the test user, an image
 # imported without a registry, a test host behind a veth pair. Shared by
 # tests/e2e/docker_rootless.sh and tests/bench/docker.sh. The caller sets
-# SCRATCH (with bin/, fork-bin/, lib/, logs/, image/), S4N and LIB (copies
-# of rknp-slirp4netns and librknp.so.1), DOCKERD_TIMEOUT and IMAGE. Routes:
+# SCRATCH (with bin/, fork-bin/, lib/, logs/, image/), BUILD_DIR,
+# DOCKERD_TIMEOUT and IMAGE, and calls install_route_binaries. Routes:
 #   fork        DOCKERD_ROOTLESS_ROOTLESSKIT_NET=plugin: this repository's
 #               rootlesskit, installed as `docker-rootlesskit` first on
 #               PATH, the plugin from --net-plugin (TCP fast path);
@@ -21,6 +21,19 @@ SYS_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 DOCKER_TEST_NET=198.18.77 # the test host is .2, the host's end .1
 USERNS_FILE=$SCRATCH/userns-inodes # user namespaces of the dockerds started
 declare -A DOCKERD_PID=()
+
+# install_route_binaries: copies of rknp-slirp4netns, librknp.so.1 and this
+# repository's rootlesskit (as `docker-rootlesskit`, the name
+# dockerd-rootless.sh looks for first) into SCRATCH, so a rebuild during the
+# run cannot change them; sets S4N and LIB. rknp-slirp4netns finds the
+# library through its $ORIGIN/../lib rpath, rootlesskit from --net-plugin.
+install_route_binaries() {
+    install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
+    install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+    install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
+    S4N=$SCRATCH/bin/rknp-slirp4netns
+    LIB=$SCRATCH/lib/librknp.so.1
+}
 
 # make_image TAR [PROGRAM...]: a rootfs tarball for `docker import`:
 # Debian's static busybox with a symlink per applet, plus each PROGRAM with

@@ -50,16 +50,8 @@ mkdir -p "$SCRATCH"/{fork-bin,image}
 # shellcheck source=tests/e2e/docker_lib.sh
 . "$E2E_DIR/docker_lib.sh"
 TEST_HOST=$DOCKER_TEST_NET.2
-# Copies (a rebuild during the run cannot change them). rknp-slirp4netns
-# finds the library through its $ORIGIN/../lib rpath; the rootlesskit
-# command gets it from --net-plugin. Installed under the name
-# dockerd-rootless.sh looks for first, as README.md's install step does.
-install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
-install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
+install_route_binaries
 install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
-S4N=$SCRATCH/bin/rknp-slirp4netns
-LIB=$SCRATCH/lib/librknp.so.1
 
 setup_user
 head -c 2097152 /dev/urandom >"$SCRATCH/www/file"
