@@ -34,7 +34,7 @@
 
 #include "common/addr.hpp"
 #include "common/stats.hpp"
-#include "parent/guest_sockets.hpp"
+#include "slirp/guest_sockets.hpp"
 #include "parent/token_bucket.hpp"
 
 namespace rknp {

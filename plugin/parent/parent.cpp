@@ -20,7 +20,7 @@
 #include "parent/no_throw.hpp"
 #include "common/thread_signals.hpp"
 #include "parent/sandbox.hpp"
-#include "parent/slirp_adapter.hpp"
+#include "slirp/adapter.hpp"
 #include "parent/stack_loop.hpp"
 
 namespace rknp {

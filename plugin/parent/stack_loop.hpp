@@ -22,11 +22,11 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tap_io.hpp"
-#include "datapath/tcp_fastpath.hpp"
+#include "datapath/tcp/fastpath.hpp"
 #include "handover/server.hpp"
 #include "parent/flow_limits.hpp"
-#include "parent/poll_set.hpp"
-#include "parent/slirp_adapter.hpp"
+#include "slirp/poll_set.hpp"
+#include "slirp/adapter.hpp"
 #include "parent/task_queue.hpp"
 
 namespace rknp {

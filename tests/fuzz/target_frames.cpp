@@ -36,11 +36,11 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
-#include "datapath/reass_wrap_guard.hpp"
+#include "slirp/reass_wrap_guard.hpp"
 #include "datapath/reassembly.hpp"
-#include "datapath/tcp_frame.hpp"
-#include "parent/slirp_queue_drain.hpp"
-#include "parent/timers.hpp"
+#include "datapath/tcp/frame.hpp"
+#include "slirp/queue_drain.hpp"
+#include "slirp/timers.hpp"
 
 using namespace rknp;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Fuzz target: the TCP fast path (plugin/datapath/tcp_fastpath.hpp) driven
+// Fuzz target: the TCP fast path (plugin/datapath/tcp/fastpath.hpp) driven
 // by arbitrary guest segment sequences against real loopback listeners in
 // the target's private network namespace (net_isolation.hpp). One FastPath
 // per input, with a test clock; the input is a script of guest segments,
@@ -72,8 +72,8 @@
 #include <vector>
 
 #include "../lib/tcp_guest_frames.hpp"
-#include "datapath/tcp_fastpath.hpp"
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/fastpath.hpp"
+#include "datapath/tcp/seq.hpp"
 #include "fuzz_input.hpp"
 #include "net_isolation.hpp"
 

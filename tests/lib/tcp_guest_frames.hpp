@@ -17,7 +17,7 @@
 
 #include "datapath/checksum.hpp"
 #include "datapath/offload.hpp"
-#include "datapath/tcp_frame.hpp"
+#include "datapath/tcp/frame.hpp"
 
 namespace tcpsim {
 

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "parent/flow_limits.hpp"
-#include "parent/slirp_adapter.hpp"
+#include "slirp/adapter.hpp"
 #include "tcp_sim_guest.hpp"
 
 namespace tcpsim {

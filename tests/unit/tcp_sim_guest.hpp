@@ -19,8 +19,8 @@
 
 #include "datapath/checksum.hpp"
 #include "datapath/offload.hpp"
-#include "datapath/tcp_fastpath.hpp"
-#include "datapath/tcp_frame.hpp"
+#include "datapath/tcp/fastpath.hpp"
+#include "datapath/tcp/frame.hpp"
 #include "../lib/tcp_guest_frames.hpp"
 
 namespace tcpsim {

@@ -15,11 +15,11 @@
 #include "common/config.hpp"
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
-#include "datapath/reass_wrap_guard.hpp"
+#include "slirp/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
-#include "parent/guest_sockets.hpp"
-#include "parent/poll_set.hpp"
-#include "parent/slirp_adapter.hpp"
+#include "slirp/guest_sockets.hpp"
+#include "slirp/poll_set.hpp"
+#include "slirp/adapter.hpp"
 #include "tcp_sim_guest.hpp"
 
 using namespace tcpsim;

@@ -27,9 +27,9 @@
 #include <thread>
 
 #include "../unit/temp_dir.hpp"
-#include "slirp4netns/errors.hpp"
-#include "slirp4netns/sandbox.hpp"
-#include "slirp4netns/seccomp_filter.hpp"
+#include "cmd/rknp-slirp4netns/errors.hpp"
+#include "cmd/rknp-slirp4netns/sandbox.hpp"
+#include "cmd/rknp-slirp4netns/seccomp_filter.hpp"
 
 namespace {
 

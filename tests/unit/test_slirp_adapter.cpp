@@ -4,7 +4,7 @@
 // version has) and teardown with frames still queued for the guest.
 #include <doctest/doctest.h>
 
-#include "parent/slirp_adapter.hpp"
+#include "slirp/adapter.hpp"
 #include "slirp_rig.hpp"
 
 using namespace rknp;

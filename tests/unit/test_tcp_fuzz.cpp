@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/seq.hpp"
 #include "tcp_sim_guest.hpp"
 
 using namespace tcpsim;

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/seq.hpp"
 #include "tcp_sim_guest.hpp"
 
 // GCC sees malloc behind a replaced operator new and warns about free().

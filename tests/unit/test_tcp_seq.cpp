@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "datapath/tcp_reorder.hpp"
-#include "datapath/tcp_seq.hpp"
-#include "datapath/tcp_timers.hpp"
+#include "datapath/tcp/reorder.hpp"
+#include "datapath/tcp/seq.hpp"
+#include "datapath/tcp/timers.hpp"
 
 using namespace rknp::tcp;
 

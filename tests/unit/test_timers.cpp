@@ -3,7 +3,7 @@
 // libslirp's timer table: arm, re-arm, fire once, next deadline.
 #include <doctest/doctest.h>
 
-#include "parent/timers.hpp"
+#include "slirp/timers.hpp"
 
 using namespace rknp;
 

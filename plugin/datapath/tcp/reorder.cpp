@@ -2,11 +2,11 @@
 
 // ReorderStash: a handful of fixed slots, scanned linearly (they are few and
 // usually all free).
-#include "datapath/tcp_reorder.hpp"
+#include "datapath/tcp/reorder.hpp"
 
 #include <cstring>
 
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/seq.hpp"
 
 namespace rknp::tcp {
 

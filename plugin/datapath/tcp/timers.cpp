@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The per-flow deadline heap.
-#include "datapath/tcp_timers.hpp"
+#include "datapath/tcp/timers.hpp"
 
 namespace rknp::tcp {
 

@@ -18,13 +18,13 @@
 #include "common/config.hpp"
 #include "common/log_limiter.hpp"
 #include "datapath/coalescer.hpp"
-#include "datapath/reass_wrap_guard.hpp"
+#include "slirp/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
 #include "parent/forwards.hpp"
-#include "parent/guest_sockets.hpp"
-#include "parent/poll_set.hpp"
-#include "parent/slirp_queue_drain.hpp"
-#include "parent/timers.hpp"
+#include "slirp/guest_sockets.hpp"
+#include "slirp/poll_set.hpp"
+#include "slirp/queue_drain.hpp"
+#include "slirp/timers.hpp"
 
 namespace rknp {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Parsing of guest TCP frames and building of guest-bound TCP headers.
-#include "datapath/tcp_frame.hpp"
+#include "datapath/tcp/frame.hpp"
 
 #include <cstring>
 

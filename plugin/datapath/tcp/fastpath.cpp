@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The fast path's flow table, epoll dispatch, deadlines and guest SYN routing.
-#include "datapath/tcp_fastpath.hpp"
+#include "datapath/tcp/fastpath.hpp"
 
 #include <arpa/inet.h>
 #include <sys/epoll.h>

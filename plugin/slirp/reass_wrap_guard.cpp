@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The libslirp 4.7.0 reassembly-queue loop guard (see the header).
-#include "datapath/reass_wrap_guard.hpp"
+#include "slirp/reass_wrap_guard.hpp"
 
 #include <sys/random.h>
 
 #include "common/hash.hpp"
-#include "datapath/tcp_frame.hpp"
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/seq.hpp"
 
 namespace rknp {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Allocation of the fast path's output batch and the building of its frames.
-#include "datapath/tcp_batch.hpp"
+#include "datapath/tcp/batch.hpp"
 
 #include <algorithm>
 #include <cstring>

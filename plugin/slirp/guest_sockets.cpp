@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The fixed-size table of libslirp's guest sockets and its two indexes.
-#include "parent/guest_sockets.hpp"
+#include "slirp/guest_sockets.hpp"
 
 #include <netinet/in.h>
 #include <sys/random.h>

@@ -3,7 +3,7 @@
 // Flow setup both ways: a guest SYN opening a host connection (open,
 // connected, SYN-ACK to the guest) and a connection accepted on a forwarded
 // port opening a guest one (SYN to the guest, its SYN-ACK, our ACK).
-#include "datapath/tcp_flow.hpp"
+#include "datapath/tcp/flow.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "datapath/offload.hpp"
-#include "datapath/tcp_frame.hpp"
+#include "datapath/tcp/frame.hpp"
 
 namespace rknp::tcp {
 

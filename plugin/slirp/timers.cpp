@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // libslirp's timers: create, arm, and run the due ones.
-#include "parent/timers.hpp"
+#include "slirp/timers.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // One flow after setup: guest segments, socket events, timers, frames out.
-#include "datapath/tcp_flow.hpp"
+#include "datapath/tcp/flow.hpp"
 
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <iterator>
 
-#include "datapath/tcp_seq.hpp"
+#include "datapath/tcp/seq.hpp"
 
 namespace rknp::tcp {
 

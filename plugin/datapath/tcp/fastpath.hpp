@@ -34,11 +34,11 @@
 #include <vector>
 
 #include "common/fd.hpp"
-#include "datapath/tcp_batch.hpp"
-#include "datapath/tcp_flow.hpp"
-#include "datapath/tcp_frame.hpp"
-#include "datapath/tcp_reorder.hpp"
-#include "datapath/tcp_timers.hpp"
+#include "datapath/tcp/batch.hpp"
+#include "datapath/tcp/flow.hpp"
+#include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/reorder.hpp"
+#include "datapath/tcp/timers.hpp"
 
 namespace rknp::tcp {
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 
 #include "common/fd.hpp"
-#include "datapath/tcp_batch.hpp"
-#include "datapath/tcp_frame.hpp"
+#include "datapath/tcp/batch.hpp"
+#include "datapath/tcp/frame.hpp"
 
 namespace rknp::tcp {
 

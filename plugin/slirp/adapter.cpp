@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The libslirp configuration, callbacks and host forwards.
-#include "parent/slirp_adapter.hpp"
+#include "slirp/adapter.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
