@@ -5,12 +5,12 @@
 #include "parent/stack_loop.hpp"
 
 #include <arpa/inet.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
@@ -24,12 +24,6 @@ namespace {
 constexpr int kTapBudget = 256;
 // A flooding guest must not flood the log too.
 constexpr int64_t kRefusalLogMs = 10000;
-
-int64_t now_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 // The fast path sees the virtual networks as libslirp has them, and
 // shares max_flows with libslirp (its table has room for all of them).
@@ -60,7 +54,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
-              uint64_t(now_ms())),
+              uint64_t(monotonic_ms())),
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()) {
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
     if (!cfg.tcp_fast_path) return;
@@ -129,7 +123,7 @@ void StackLoop::forwards_to_slirp() {
 }
 
 tcp::Admission StackLoop::admit_fast_flow() {
-    switch (limits_.admit(fast_->flows(), uint64_t(now_ms()))) {
+    switch (limits_.admit(fast_->flows(), uint64_t(monotonic_ms()))) {
     case FlowLimits::Admit::Ok:
         return tcp::Admission::Accept;
     case FlowLimits::Admit::Full:
@@ -147,7 +141,7 @@ void StackLoop::publish_stats() {
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
     uint64_t limited = stats_.flows_rate_limited.load(std::memory_order_relaxed);
     if (refused + limited != logged_refused_ + logged_rate_limited_) {
-        int64_t now = now_ms();
+        int64_t now = monotonic_ms();
         if (logged_refused_ + logged_rate_limited_ == 0 ||
             now - refusal_logged_ms_ >= kRefusalLogMs) {
             cfg_.logger.warn(
@@ -215,11 +209,11 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
         }
     }
     if (!handover_.listening()) return;
-    for (const std::string &why : handover_.expire(now_ms()))
+    for (const std::string &why : handover_.expire(monotonic_ms()))
         handover_refused(why);
     if (polls_.revents(h.listen_idx) & POLLIN) {
         try {
-            handover_.accept_one(now_ms());
+            handover_.accept_one(monotonic_ms());
         } catch (const Error &e) {
             // RKNP_ERR_SYSTEM is our own trouble (fds, memory), not a
             // refused peer.
@@ -279,7 +273,7 @@ void StackLoop::input_frame(size_t n) {
             Stats::add(stats_.frames_dropped, 1);
             return;
         }
-        auto o = reassembler_.add(frame, now_ms());
+        auto o = reassembler_.add(frame, monotonic_ms());
         Stats::add(stats_.frames_dropped, o.dropped);
         if (o.datagram.empty()) return;
         frame = o.datagram;
@@ -303,7 +297,7 @@ void StackLoop::input_frame(size_t n) {
     // never reaches it (counted by FlowLimits, not as a dropped frame).
     if (!limits_.begin_slirp_input(frame, cfg_.cidr,
                                    fast_ ? fast_->flows() : 0,
-                                   uint64_t(now_ms())))
+                                   uint64_t(monotonic_ms())))
         return;
     slirp_.input(frame);
     limits_.end_slirp_input();
@@ -317,12 +311,12 @@ void StackLoop::run() {
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
         int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
-        slirp_.fill(timeout, now_ms());
+        slirp_.fill(timeout, monotonic_ms());
         if (fast_) {
-            int64_t next = fast_->ms_until_next_timer(now_ms());
+            int64_t next = fast_->ms_until_next_timer(monotonic_ms());
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
-        if (int64_t next = handover_.ms_until_deadline(now_ms());
+        if (int64_t next = handover_.ms_until_deadline(monotonic_ms());
             next >= 0 && uint64_t(next) < timeout)
             timeout = uint32_t(next);
 
@@ -340,9 +334,9 @@ void StackLoop::run() {
             flush_fast_path();
         }
         if (polls_.revents(tap_idx) != 0) drain_tap();
-        slirp_.run_timers(now_ms());
+        slirp_.run_timers(monotonic_ms());
         if (fast_) {
-            fast_->run_timers(now_ms());
+            fast_->run_timers(monotonic_ms());
             flush_fast_path();
         }
         if (polls_.revents(wake_idx) & POLLIN) {

@@ -6,23 +6,17 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <slirp/libslirp.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "parent/no_throw.hpp"
 
 namespace rknp {
 
 namespace {
-
-int64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 in_addr in4(uint32_t host_order) { return in_addr{htonl(host_order)}; }
 
@@ -48,7 +42,7 @@ struct SlirpCallbacks {
         or_on_throw(0, [&] {
             auto &a = self(o);
             uint64_t suppressed = 0;
-            if (!a.guest_error_log_.admit(now_ns() / 1000000, suppressed))
+            if (!a.guest_error_log_.admit(monotonic_ms(), suppressed))
                 return 0;
             std::string m = std::string("guest error: ") + msg;
             if (suppressed != 0)
@@ -59,7 +53,7 @@ struct SlirpCallbacks {
         });
     }
     static int64_t clock_get_ns(void *o) noexcept {
-        return now_ns() + self(o).drain_.clock_offset_ns();
+        return monotonic_ns() + self(o).drain_.clock_offset_ns();
     }
     static void *timer_new(SlirpTimerCb cb, void *cb_opaque, void *o) noexcept {
         // nullptr: libslirp checks, as for its own allocations.

@@ -77,7 +77,7 @@ private:
     LogLimiter guest_error_log_{10, 60000};
     // Set with a libslirp that has the reassembly-queue loop.
     std::unique_ptr<ReassWrapGuard> wrap_guard_;
-    // Runs before slirp_cleanup; see slirp_queue_drain.hpp.
+    // Runs before slirp_cleanup; see queue_drain.hpp.
     SlirpQueueDrain drain_;
     Slirp *slirp_ = nullptr;
 };

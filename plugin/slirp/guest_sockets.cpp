@@ -5,10 +5,10 @@
 
 #include <netinet/in.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include <cstring>
 
+#include "common/clock.hpp"
 #include "common/hash.hpp"
 
 namespace rknp {
@@ -27,9 +27,7 @@ GuestSockets::GuestSockets(size_t capacity)
     free_.reserve(entries_.size());
     for (size_t i = entries_.size(); i > 0; --i) free_.push_back(uint32_t(i - 1));
     if (::getrandom(&seed_, sizeof seed_, GRND_NONBLOCK) != ssize_t(sizeof seed_)) {
-        timespec ts{};
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        seed_ = uint64_t(ts.tv_nsec) * 0x9e3779b97f4a7c15ull ^ uint64_t(ts.tv_sec);
+        seed_ = uint64_t(monotonic_ns()) * 0x9e3779b97f4a7c15ull;
     }
 }
 

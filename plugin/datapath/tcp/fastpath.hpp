@@ -2,11 +2,11 @@
 
 // The TCP fast path: guest TCP connections to destinations outside the
 // virtual network (and to the gateway, meaning the host's loopback) bypass
-// libslirp and become one host socket each (tcp_flow.hpp), with windows
-// scaled both ways and 64 KiB GSO frames towards the guest. This file owns
-// the flow table (4-tuple -> slot, allocated up front), the epoll set of the
-// flows' sockets, their deadlines, the output batch and the entry points the
-// stack loop calls. Single-threaded: everything runs on the stack thread.
+// libslirp and become one host socket each (flow.hpp), with windows
+// scaled both ways and 64 KiB GSO frames towards the guest. FastPath owns
+// the flow table, the epoll set of the flows' sockets, their deadlines, the
+// output batch and the entry points the stack loop calls. Single-threaded:
+// everything runs on the stack thread.
 //
 // Use from the loop (tap with IFF_VNET_HDR only: frames carry partial
 // checksums and GSO): every guest frame, after prepare_guest_frame and IPv4
@@ -15,6 +15,10 @@
 // when it is readable; ms_until_next_timer() bounds the poll timeout and
 // run_timers() runs after the poll. After each of these calls the loop
 // writes frames() to the tap (one writev per frame) and clears it.
+//
+// Parts: the flow table (flow_table.hpp), routing of guest SYNs
+// (route.hpp), the forward listeners (forward_listeners.cpp) and, here,
+// the epoll dispatch, deadlines and guest frames.
 //
 // Forwarded TCP ports (add_forward): the fast path owns the listening
 // socket, in the same epoll set; each accepted connection becomes a flow
@@ -26,69 +30,25 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "common/fd.hpp"
 #include "datapath/tcp/batch.hpp"
+#include "datapath/tcp/fastpath_config.hpp"
 #include "datapath/tcp/flow.hpp"
+#include "datapath/tcp/flow_table.hpp"
 #include "datapath/tcp/frame.hpp"
 #include "datapath/tcp/reorder.hpp"
+#include "datapath/tcp/route.hpp"
 #include "datapath/tcp/timers.hpp"
 
 namespace rknp::tcp {
 
 enum class Verdict { NotMine, Consumed };
-
-// What becomes of a guest SYN that would open a new flow (the parent's
-// max_flows and max_new_flows_per_sec, FlowLimits).
-enum class Admission {
-    Accept,
-    Reset, // at the cap: RST, the guest's connect fails at once
-    Drop,  // rate-limited: silence, the guest retransmits
-};
-
-struct FastPathConfig {
-    // The virtual networks as libslirp has them (IPv4 in host byte order).
-    // Destinations inside them other than the gateway stay libslirp's.
-    uint32_t net4 = 0x0a000200, mask4 = 0xffffff00;
-    uint32_t gateway4 = 0x0a000202, dns4 = 0x0a000203;
-    bool ipv6 = false;
-    in6_addr prefix6{};
-    uint32_t prefix6_len = 64;
-    in6_addr gateway6{}, dns6{};
-    // The gateway means the host's loopback unless this is set; then a SYN
-    // to it gets an RST (as libslirp refuses it).
-    bool disable_host_loopback = false;
-    std::optional<uint32_t> outbound_addr; // host byte order
-    std::optional<in6_addr> outbound_addr6;
-    uint32_t mtu = 65520;
-    // Slots of the flow table; the parent passes its effective max_flows
-    // (already lowered for RLIMIT_NOFILE) and enforces the cap it shares
-    // with libslirp through admit_flow.
-    size_t max_flows = 16384;
-    // Asked before every new flow; empty: always Accept.
-    std::function<Admission()> admit_flow;
-    size_t batch_data_frames = 32;    // 64 KiB of payload memory each
-    size_t batch_control_frames = 32;
-    // For tests: a millisecond clock instead of CLOCK_MONOTONIC, and a
-    // fixed initial sequence number instead of RFC 6528's.
-    std::function<int64_t()> clock;
-    std::optional<uint32_t> fixed_isn;
-};
-
-// Where a guest SYN's destination goes.
-enum class Route {
-    NotMine,  // libslirp's (DNS, virtual network, non-unicast, v6 disabled)
-    Host,     // connect to the destination itself
-    Loopback, // the gateway: connect to 127.0.0.1 / ::1
-    Refuse,   // the gateway with disable_host_loopback: RST
-};
-Route classify(const FastPathConfig &cfg, const Segment &s);
 
 class FastPath {
 public:
@@ -131,14 +91,13 @@ public:
     size_t forwards() const;
 
     const FastPathStats &stats() const { return stats_; }
-    size_t flows() const { return live_; }
+    size_t flows() const { return table_.open_flows(); }
 
 private:
-    // epoll data: flows have gen (30 bits) << 32 | slot; listeners the
-    // tag bit and their index in fwds_; the eventfd all ones.
+    // epoll data: flows have FlowTable::ref (generation << 32 | slot);
+    // listeners the tag bit and their index in fwds_; the eventfd all ones.
     static constexpr uint64_t kWakeRef = ~uint64_t(0);
     static constexpr uint64_t kListenerTag = uint64_t(1) << 62;
-    static constexpr uint32_t kGenMask = 0x3fffffff;
     static constexpr int kMaxEvents = 64;
     // Connections accepted per listener and wake-up: the listener is
     // level-triggered, the rest wait for the next round.
@@ -152,32 +111,18 @@ private:
         uint16_t guest_port = 0;
     };
 
+    FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
         return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu, sndbuf_};
     }
-    uint64_t hash(const uint8_t guest[16], const uint8_t remote[16],
-                  uint16_t gport, uint16_t rport, bool v6) const;
-    // Slot of the flow of s, or -1.
-    long lookup(const Segment &s, uint64_t h) const;
-    long lookup_key(const uint8_t guest[16], const uint8_t remote[16], uint16_t gport,
-                    uint16_t rport, bool v6, uint64_t h) const;
-    uint64_t flow_ref(uint32_t idx) const {
-        return uint64_t(gen_[idx] & kGenMask) << 32 | idx;
-    }
-    // Whether ref (an epoll datum or a held frame's owner) still names an
-    // open flow: its slot may have been freed or reused since.
-    bool live(uint64_t ref) const {
-        uint32_t idx = uint32_t(ref);
-        return idx < flows_.size() && flow_ref(idx) == ref && !flows_[idx].closed();
-    }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
-    void insert(uint32_t idx, uint64_t h);
-    void erase(uint32_t idx);
-    // Bookkeeping after any call into a flow: timer, pending work, freeing.
-    void after(uint32_t idx);
-    // A guest segment of flow idx (live): to the flow, or held when it is
+    // Bookkeeping after every call into flow idx: an ARP if it wanted the
+    // guest's MAC, then its deadline and postponed work, or its slot
+    // freed if it closed.
+    void settle(const FlowContext &c, uint32_t idx);
+    // A guest segment of flow idx (open): to the flow, or held when it is
     // ahead of a gap (ReorderStash); then held ones the gap no longer
     // separates.
     void deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> frame);
@@ -195,8 +140,6 @@ private:
     // anything the guest could not answer.
     uint32_t forwarded_source(const sockaddr_storage &peer) const;
     void learn_guest_mac(std::span<const uint8_t> frame);
-    // A flow wanted the guest's MAC: ARP for its address.
-    void after_flow_call(const FlowContext &c, uint32_t idx);
     void send_arp(const uint8_t guest[16]);
 
     FastPathConfig cfg_;
@@ -206,20 +149,14 @@ private:
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;
     FastPathStats stats_;
-    std::vector<Flow> flows_;
-    std::vector<uint32_t> gen_;    // per slot, bumped when freed
-    std::vector<uint64_t> hashes_; // per slot
-    std::vector<uint32_t> free_;   // free slots (stack)
-    std::vector<uint32_t> index_;  // open addressing: slot + 1, 0 empty
-    size_t index_mask_ = 0;
+    FlowTable table_;
     TimerHeap timers_;
     ReorderStash reorder_{16, kTapFrameMax};
     bool replaying_ = false; // deliver() is in replay(): no nested release
     std::vector<uint32_t> pending_; // ring of slots with postponed work
     std::vector<uint8_t> queued_;   // per slot: in pending_
     size_t pending_head_ = 0, pending_count_ = 0;
-    size_t live_ = 0;
-    uint64_t seed_ = 0, isn_seed_ = 0;
+    uint64_t isn_seed_ = 0;
     std::vector<ForwardListener> fwds_;
     uint8_t guest_mac_[6]{};
     bool guest_mac_known_ = false;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// One fast-path TCP flow: the translator between a guest TCP connection
+// One fast-path TCP flow (setup in flow_setup.cpp, the state machine in
+// flow.cpp, the two directions in flow_to_host.cpp and flow_to_guest.cpp): the translator between a guest TCP connection
 // (seen as frames on the tap) and one non-blocking host kernel socket, in
 // the style of passt's tcp.c. There is no TCP stack here: the host kernel
 // keeps the host->guest data in its receive queue until the guest ACKs it
@@ -198,8 +199,10 @@ private:
     void set_epoll(FlowContext &c, uint32_t events, bool add);
     void touch(FlowContext &c);
     void maybe_finish(FlowContext &c);
-    // Closes the flow: RST to the guest and/or to the host (SO_LINGER 0).
-    void close(FlowContext &c, bool rst_guest, bool rst_host);
+    // Who gets an RST when a flow closes (the host's by SO_LINGER 0);
+    // None is the orderly end, both FINs exchanged.
+    enum class Reset : uint8_t { None, Guest, Host, Both };
+    void close(FlowContext &c, Reset reset);
     uint32_t snd_max() const { return v_.snd_nxt + (v_.fin_sent ? 1 : 0); }
     bool in_flight() const {
         return v_.snd_nxt != v_.snd_una || (v_.fin_sent && !v_.fin_acked);

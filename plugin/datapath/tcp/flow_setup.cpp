@@ -96,7 +96,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
     if (!sock_) {
         ++c.stats.flows_refused;
         v_.state = State::Connecting; // so close() answers the SYN
-        close(c, true, false);
+        close(c, Reset::Guest);
         return false;
     }
     const int fd = sock_.get();
@@ -104,13 +104,13 @@ bool Flow::open(FlowContext &c, const Open &o) {
         (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
         ++c.stats.connect_failed;
         v_.state = State::Connecting;
-        close(c, true, false);
+        close(c, Reset::Guest);
         return false;
     }
     v_.state = State::Connecting;
     if (::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) {
         ++c.stats.connect_failed;
-        close(c, true, false);
+        close(c, Reset::Guest);
         return false;
     }
     // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR.
@@ -167,7 +167,7 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
     sock_ = std::move(sock);
     v_.state = State::HostSynSent;
     if (!setup_socket(sock_.get())) {
-        close(c, false, true);
+        close(c, Reset::Host);
         return;
     }
     raise_sndbuf(sock_.get(), c.sndbuf);
@@ -265,7 +265,7 @@ void Flow::on_syn_rto(FlowContext &c) {
         ++c.stats.timeouts;
         ++c.stats.forward_syn_timeouts;
         // The guest never synchronised: an RST would mean nothing to it.
-        close(c, false, true);
+        close(c, Reset::Host);
         return;
     }
     ++c.stats.retransmits;

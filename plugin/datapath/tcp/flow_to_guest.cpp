@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The host->guest half of a flow: socket data peeked into frames for the
+// guest, the guest's ACKs releasing it, retransmission by rewinding.
+#include "datapath/tcp/flow.hpp"
+
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <iterator>
+
+#include "datapath/tcp/seq.hpp"
+
+namespace rknp::tcp {
+
+uint32_t Flow::rto_base() const {
+    if (v_.srtt_ms < 0) return kRtoInitialMs;
+    uint32_t r = uint32_t(v_.srtt_ms) + std::max<uint32_t>(10, 4 * uint32_t(v_.rttvar_ms));
+    return std::clamp(r, kRtoMinMs, kRtoMaxMs);
+}
+
+void Flow::rtt_sample(int64_t ms) {
+    int32_t r = int32_t(std::clamp<int64_t>(ms, 0, kRtoMaxMs));
+    if (v_.srtt_ms < 0) {
+        v_.srtt_ms = r;
+        v_.rttvar_ms = r / 2;
+    } else {
+        int32_t err = v_.srtt_ms > r ? v_.srtt_ms - r : r - v_.srtt_ms;
+        v_.rttvar_ms = (3 * v_.rttvar_ms + err) / 4;
+        v_.srtt_ms = (7 * v_.srtt_ms + r) / 8;
+    }
+}
+
+bool Flow::process_ack(FlowContext &c, const Segment &s) {
+    const uint32_t a = s.ack;
+    // Up to snd_high, not snd_max: after a rewind the guest may ACK what it
+    // got before the rewind (segments it held out of order).
+    if (seq_gt(a, v_.snd_high)) {
+        // Acknowledges what we never sent: ACK back and drop (RFC 793).
+        ++c.stats.segments_dropped;
+        v_.owe_ack = true;
+        return false;
+    }
+    if (seq_lt(a, v_.snd_una)) return true; // old ACK: nothing to learn
+    const uint32_t wnd = uint32_t(s.window) << v_.guest_ws;
+    if (a != v_.snd_una) {
+        uint32_t data_end = a;
+        bool fin_ack = false;
+        if (v_.fin_ever && v_.fin_seq + 1 == a) {
+            data_end = v_.fin_seq;
+            fin_ack = true;
+        }
+        uint32_t n = data_end - v_.snd_una;
+        if (n != 0) {
+            // The acked bytes leave the kernel's queue only now; the peek
+            // offset moves back by as much, staying = bytes in flight.
+            ssize_t r;
+            do
+                r = ::recv(sock_.get(), nullptr, n, MSG_TRUNC | MSG_DONTWAIT);
+            while (r < 0 && errno == EINTR);
+            if (r != ssize_t(n)) {
+                close(c, Reset::Both);
+                return false;
+            }
+            c.stats.bytes_to_guest += n;
+        }
+        v_.snd_una = data_end;
+        if (fin_ack) v_.fin_sent = v_.fin_acked = true;
+        if (seq_lt(v_.snd_nxt, v_.snd_una)) {
+            // Acked beyond a rewind: skip ahead. The kernel clamped the
+            // peek offset at 0 already; say so explicitly all the same.
+            v_.snd_nxt = v_.snd_una;
+            v_.peek_drained = false;
+            int zero = 0;
+            (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
+        }
+        if (v_.rtt_timing && seq_ge(a, v_.rtt_seq)) {
+            rtt_sample(c.now - v_.rtt_start);
+            v_.rtt_timing = false;
+        }
+        v_.dupacks = 0;
+        v_.retries = 0;
+        v_.rto_ms = rto_base();
+        v_.rto_at = in_flight() ? c.now + v_.rto_ms : -1;
+    } else if (s.payload.empty() && !(s.flags & kFin) &&
+               s.window == v_.last_wnd_field && in_flight()) {
+        // A duplicate ACK (RFC 5681: no data, same ACK and window). Once per
+        // loss episode: not again before what was out at the rewind is acked.
+        if (++v_.dupacks >= kDupAcks && seq_ge(v_.snd_una, v_.recover)) {
+            v_.recover = snd_max();
+            v_.dupacks = 0;
+            ++c.stats.fast_retransmits;
+            if (!rewind(c)) return false;
+        }
+    }
+    v_.snd_wnd = wnd;
+    v_.last_wnd_field = s.window;
+    return true;
+}
+
+bool Flow::rewind(FlowContext &c) {
+    v_.snd_nxt = v_.snd_una;
+    v_.peek_drained = false;
+    v_.rtt_timing = false;
+    if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
+    int zero = 0;
+    if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0) {
+        close(c, Reset::Both);
+        return false;
+    }
+    return true;
+}
+
+void Flow::push(FlowContext &c) {
+    v_.want_push = false;
+    if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
+    const int fd = sock_.get();
+    const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
+    for (;;) {
+        const uint32_t inflight = v_.snd_nxt - v_.snd_una;
+        if (v_.snd_wnd <= inflight) {
+            // Zero window: probe it from the timer (persist) if nothing
+            // in flight would make the guest answer anyway.
+            if (v_.snd_wnd == 0 && !in_flight() && v_.rto_at < 0)
+                v_.rto_at = c.now + v_.rto_ms;
+            return;
+        }
+        uint32_t budget = v_.snd_wnd - inflight;
+        size_t room = c.out.data_room();
+        if (room == 0) {
+            v_.want_push = true;
+            return;
+        }
+        iovec iov[64];
+        size_t k = 0, asked = 0;
+        room = std::min(room, std::size(iov));
+        while (k < room && asked < budget) {
+            size_t l = std::min<size_t>(per_frame, budget - asked);
+            iov[k] = {c.out.next_payload(k), l};
+            asked += l;
+            ++k;
+        }
+        msghdr mh{};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = k;
+        ssize_t n;
+        do
+            n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                v_.peek_drained = true;
+                return;
+            }
+            close(c, Reset::Both); // ECONNRESET and friends
+            return;
+        }
+        if (n == 0) {
+            // End of stream at the peek offset: all data is out, FIN next.
+            v_.host_eof = true;
+            if (!c.out.control_room()) { // retried from service()
+                v_.want_push = true;
+                return;
+            }
+            emit(c, kFin | kAck, v_.snd_nxt, 0, window_field(v_.adv_wnd));
+            v_.fin_sent = true;
+            v_.fin_seq = v_.snd_nxt;
+            v_.fin_ever = true;
+            v_.snd_high = seq_max(v_.snd_high, snd_max());
+            if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+            return;
+        }
+        size_t left = size_t(n);
+        const uint16_t wf = window_field(v_.adv_wnd);
+        const bool fresh = seq_ge(v_.snd_nxt, v_.snd_high); // not a resend
+        for (size_t j = 0; left != 0; ++j) {
+            size_t l = std::min(left, iov[j].iov_len);
+            left -= l;
+            OutFields f;
+            f.seq = v_.snd_nxt;
+            f.ack = v_.rcv_nxt;
+            f.flags = uint8_t(kAck | (left == 0 ? kPsh : 0));
+            f.window = wf;
+            f.ip_id = v_.ip_id++;
+            c.out.append(v_.ep, f, l, v_.mss);
+            v_.snd_nxt += uint32_t(l);
+        }
+        v_.snd_high = seq_max(v_.snd_high, v_.snd_nxt);
+        if (fresh && !v_.rtt_timing) {
+            v_.rtt_timing = true;
+            v_.rtt_seq = v_.snd_nxt;
+            v_.rtt_start = c.now;
+        }
+        if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+        if (size_t(n) < asked) { // drained, or an urgent mark
+            v_.peek_drained = !v_.host_urgent;
+            return;
+        }
+    }
+}
+
+void Flow::on_rto(FlowContext &c) {
+    if (v_.state == State::HostSynSent) {
+        on_syn_rto(c);
+        return;
+    }
+    if (v_.state == State::SynAckSent) {
+        if (++v_.retries > kMaxRetries) {
+            ++c.stats.timeouts;
+            close(c, Reset::Both);
+            return;
+        }
+        v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+        v_.rto_at = c.now + v_.rto_ms;
+        v_.rtt_timing = false;
+        if (!send_synack(c)) v_.owe_synack = true;
+        return;
+    }
+    if (v_.state != State::Established) return;
+    if (v_.snd_wnd == 0) {
+        // Persist: the guest is alive but not reading. Probe with an old
+        // sequence number (the guest answers with its window) and never
+        // count it as a failure.
+        if (in_flight() && !rewind(c)) return;
+        v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+        v_.rto_at = c.now + v_.rto_ms;
+        emit(c, kAck, v_.snd_una - 1, 0, window_field(v_.adv_wnd));
+        return;
+    }
+    if (!in_flight()) return;
+    if (++v_.retries > kMaxRetries) {
+        ++c.stats.timeouts;
+        close(c, Reset::Both);
+        return;
+    }
+    ++c.stats.retransmits;
+    if (!rewind(c)) return;
+    v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+    push(c);
+    if (!closed() && v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+}
+
+} // namespace rknp::tcp

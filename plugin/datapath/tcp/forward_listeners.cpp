@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The fast path's forwarded TCP ports: listeners in its epoll set, each
+// accepted connection opened towards the guest as a flow.
+#include "datapath/tcp/fastpath.hpp"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace rknp::tcp {
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                          uint16_t guest_port) {
+    if (host_len > socklen_t(sizeof(sockaddr_storage))) return EINVAL;
+    UniqueFd fd(::socket(host->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return errno;
+    int one = 1;
+    // "::" must not also claim the IPv4 port: that is a forward of its own.
+    if (host->sa_family == AF_INET6 &&
+        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        return errno;
+    if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        ::bind(fd.get(), host, host_len) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
+        return errno;
+    size_t slot = 0;
+    while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
+    if (slot == fwds_.size()) fwds_.emplace_back();
+    epoll_event ev{};
+    ev.events = EPOLLIN; // level-triggered: a bounded accept batch per round
+    ev.data.u64 = kListenerTag | slot;
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
+    ForwardListener &l = fwds_[slot];
+    l.fd = std::move(fd);
+    std::memset(&l.host, 0, sizeof l.host);
+    std::memcpy(&l.host, host, host_len);
+    l.host_len = host_len;
+    l.guest4 = guest4;
+    l.guest_port = guest_port;
+    return 0;
+}
+
+namespace {
+
+bool same_host(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
+    if (a.ss_family != b->sa_family) return false;
+    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
+        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in *>(b);
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
+        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
+        return x->sin6_port == y->sin6_port &&
+               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+    }
+    return false;
+}
+
+// Closes a host connection with an RST rather than a FIN: the client must
+// not take a refused connection for an empty reply.
+void reset_close(UniqueFd &fd) {
+    linger l{1, 0};
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    fd.reset();
+}
+
+} // namespace
+
+bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
+    for (ForwardListener &l : fwds_) {
+        if (l.fd && same_host(l.host, host, host_len)) {
+            l.fd.reset(); // also leaves the epoll set; connections pending
+                          // in its backlog are reset by the kernel
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t FastPath::forwards() const {
+    size_t n = 0;
+    for (const ForwardListener &l : fwds_) n += l.fd ? 1 : 0;
+    return n;
+}
+
+void FastPath::accept_forward(size_t slot) {
+    if (slot >= fwds_.size() || !fwds_[slot].fd) return;
+    for (int i = 0; i < kAcceptBudget; ++i) {
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        int s = ::accept4(fwds_[slot].fd.get(), reinterpret_cast<sockaddr *>(&peer), &len,
+                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (s < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            return; // EAGAIN; EMFILE and the like: the next round retries
+        }
+        ++stats_.forward_accepted;
+        open_forwarded(fwds_[slot], UniqueFd(s), peer);
+    }
+}
+
+uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
+    uint32_t a = 0;
+    if (peer.ss_family == AF_INET) {
+        a = ntohl(reinterpret_cast<const sockaddr_in &>(peer).sin_addr.s_addr);
+    } else if (peer.ss_family == AF_INET6) {
+        // The guest is IPv4: an IPv6 peer (loopback or not) shows as the
+        // gateway, an IPv4-mapped one as its IPv4 address.
+        const auto &a6 = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr;
+        if (is_mapped_v4(a6.s6_addr)) a = ipv4_of(a6.s6_addr);
+    }
+    // Loopback and unspecified as libslirp has it; also anything the
+    // guest's answer would not come back to us for (its own network,
+    // non-unicast).
+    if (!is_unicast4(a) || (a & cfg_.mask4) == (cfg_.net4 & cfg_.mask4)) a = cfg_.gateway4;
+    return a;
+}
+
+void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
+                              const sockaddr_storage &peer) {
+    Endpoints ep;
+    ep.v6 = false;
+    if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
+    gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
+    map_v4(ipv4_bytes(l.guest4).data(), ep.guest);
+    map_v4(ipv4_bytes(forwarded_source(peer)).data(), ep.remote);
+    ep.guest_port = l.guest_port;
+    ep.remote_port = peer.ss_family == AF_INET6
+                         ? ntohs(reinterpret_cast<const sockaddr_in6 &>(peer).sin6_port)
+                         : ntohs(reinterpret_cast<const sockaddr_in &>(peer).sin_port);
+    const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
+    // The 4-tuple taken by a flow the guest opened (two host peers can
+    // only clash after the gateway translation), or a full table.
+    const bool clash =
+        table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h).has_value();
+    std::optional<uint32_t> slot = clash ? std::nullopt : table_.reserve();
+    if (!slot) {
+        if (!clash) ++stats_.flows_refused;
+        ++stats_.forward_refused;
+        reset_close(sock);
+        return;
+    }
+    const uint32_t idx = *slot;
+    FlowContext c = ctx(now());
+    table_[idx].open_accepted(c, std::move(sock), ep, table_.ref(idx), isn_for(h));
+    if (table_[idx].closed()) {
+        ++stats_.forward_refused;
+        table_.unreserve(idx);
+        return;
+    }
+    table_.insert(idx, h);
+    ++stats_.flows_opened;
+    settle(c, idx);
+}
+
+} // namespace rknp::tcp

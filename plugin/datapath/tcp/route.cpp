@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// classify(): which guest SYNs the fast path carries, and to where.
+#include "datapath/tcp/route.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+
+namespace rknp::tcp {
+
+namespace {
+
+bool unicast6(const uint8_t a[16]) {
+    static const uint8_t zero[16] = {};
+    static const uint8_t loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if (a[0] == 0xff) return false;                         // multicast
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) return false; // link-local
+    if (std::memcmp(a, zero, 16) == 0 || std::memcmp(a, loop, 16) == 0) return false;
+    return !is_mapped_v4(a);
+}
+
+bool in_prefix6(const uint8_t a[16], const in6_addr &p, uint32_t len) {
+    len = std::min<uint32_t>(len, 128);
+    size_t bytes = len / 8;
+    if (std::memcmp(a, p.s6_addr, bytes) != 0) return false;
+    if (len % 8 == 0) return true;
+    uint8_t m = uint8_t(0xff << (8 - len % 8));
+    return (a[bytes] & m) == (p.s6_addr[bytes] & m);
+}
+
+bool same6(const uint8_t a[16], const in6_addr &b) {
+    return std::memcmp(a, b.s6_addr, 16) == 0;
+}
+
+} // namespace
+
+uint32_t ipv4_of(const uint8_t a[16]) {
+    return uint32_t(a[12]) << 24 | uint32_t(a[13]) << 16 | uint32_t(a[14]) << 8 | a[15];
+}
+
+std::array<uint8_t, 4> ipv4_bytes(uint32_t a) {
+    return {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
+}
+
+bool is_unicast4(uint32_t a) {
+    uint32_t top = a >> 24;
+    return top != 0 && top != 127 && top < 224;
+}
+
+Route classify(const FastPathConfig &cfg, const Segment &s) {
+    if (!s.v6) {
+        uint32_t d = ipv4_of(s.dst), src = ipv4_of(s.src);
+        if (!is_unicast4(src) || !is_unicast4(d)) return Route::NotMine;
+        if (d == cfg.gateway4)
+            return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
+        if (d == cfg.dns4 || (d & cfg.mask4) == (cfg.net4 & cfg.mask4))
+            return Route::NotMine;
+        return Route::Host;
+    }
+    if (!cfg.ipv6 || !unicast6(s.src) || !unicast6(s.dst)) return Route::NotMine;
+    if (same6(s.dst, cfg.gateway6))
+        return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
+    if (same6(s.dst, cfg.dns6) || in_prefix6(s.dst, cfg.prefix6, cfg.prefix6_len))
+        return Route::NotMine;
+    return Route::Host;
+}
+
+} // namespace rknp::tcp
