@@ -14,7 +14,12 @@
 # and ratios to slirp4netns.
 #
 #   sudo tests/bench/docker.sh [--repeat N] [--duration S] [--route R]... [--results DIR]
+#        [--wan-rtt MS [--wan-loss PERCENT] [--debian-sysctls]]
 #
+# --wan-rtt puts the test host behind the WAN bed (tests/lib/wan_bed.sh,
+# bed 41: RTT/2 each way, 1500-MTU link, --wan-loss per packet) instead of
+# a plain veth pair; --debian-sysctls sets Debian's socket sysctls for the
+# run (restored at the end).
 # Needs the build (tests/lib/build.sh build_all) and tests/install-deps.sh's
 # packages plus iperf3. Traffic goes only to the namespace this script
 # creates (and the host's loopback for the docker API).
@@ -27,6 +32,9 @@ BUILD_DIR=${BUILD_DIR:-$REPO/build}
 REPEAT=3
 DURATION=5
 ROUTES=()
+WAN_RTT=
+WAN_LOSS=0
+WAN_DEBIAN=()
 RESULTS=$REPO/tests/bench/results/docker-$(date -u +%Y%m%d_%H%M%S)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -34,7 +42,10 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --route) ROUTES+=("$2"); shift 2 ;;
     --results) RESULTS=$2; shift 2 ;;
-    *) echo "usage: $0 [--repeat N] [--duration S] [--route fork|fork-slirp|stock|slirp4netns]... [--results DIR]" >&2; exit 2 ;;
+    --wan-rtt) WAN_RTT=$2; shift 2 ;;
+    --wan-loss) WAN_LOSS=$2; shift 2 ;;
+    --debian-sysctls) WAN_DEBIAN=(--debian-sysctls); shift ;;
+    *) echo "usage: $0 [--repeat N] [--duration S] [--route fork|fork-slirp|stock|slirp4netns]... [--results DIR] [--wan-rtt MS [--wan-loss PERCENT] [--debian-sysctls]]" >&2; exit 2 ;;
     esac
 done
 [ ${#ROUTES[@]} -gt 0 ] || ROUTES=(fork fork-slirp stock slirp4netns)
@@ -53,16 +64,30 @@ stop_all() {
     local r
     for r in "${!DOCKERD_PID[@]}"; do stop_dockerd "$r" || true; done
 }
-e2e_scratch docker-bench "stop_all; docker_cleanup"
+# shellcheck source=tests/lib/wan_bed.sh
+. "$REPO/tests/lib/wan_bed.sh"
+wan_bed_names 41
+wan_cleanup() {
+    if [ -n "$WAN_RTT" ]; then wan_bed_down; fi
+}
+e2e_scratch docker-bench "stop_all; docker_cleanup; wan_cleanup"
 mkdir -p "$SCRATCH"/{fork-bin,image} "$RESULTS"
 # shellcheck source=tests/e2e/docker_lib.sh
 . "$E2E_DIR/docker_lib.sh"
 TEST_HOST=$DOCKER_TEST_NET.2
 install_route_binaries
+if [ -n "$WAN_RTT" ]; then
+    NETNS_HOST=$WAN_NETNS
+    TEST_HOST=$WAN_TEST_HOST
+fi
 
 setup_user
 make_image "$SCRATCH/image/iperf3.tar" /usr/bin/iperf3
-setup_docker_test_host "$NETNS_HOST"
+if [ -n "$WAN_RTT" ]; then
+    wan_bed_up --delay-ms "$(awk -v r="$WAN_RTT" 'BEGIN { print r / 2 }')" --loss "$WAN_LOSS" "${WAN_DEBIAN[@]}"
+else
+    setup_docker_test_host "$NETNS_HOST"
+fi
 ip netns exec "$NETNS_HOST" iperf3 -s -B "$TEST_HOST" -p "$IPERF_PORT" >"$SCRATCH/logs/iperf3-server.log" 2>&1 &
 BG_PIDS+=($!)
 wait_tcp "$TEST_HOST" "$IPERF_PORT" "$NETNS_HOST"
@@ -75,6 +100,9 @@ wait_tcp "$TEST_HOST" "$IPERF_PORT" "$NETNS_HOST"
     echo "slirp4netns: $(/usr/bin/slirp4netns --version | head -n1)"
     echo "fork: $("$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB" | tr '\n' ' ')"
     echo "repeat $REPEAT, iperf3 -t $DURATION, routes ${ROUTES[*]}"
+    if [ -n "$WAN_RTT" ]; then
+        echo "test host behind the WAN bed: RTT $WAN_RTT ms, loss $WAN_LOSS %, link MTU 1500${WAN_DEBIAN:+, Debian socket sysctls}"
+    fi
 } | tee "$RESULTS/docker-machine.txt" >&2
 
 for r in "${ROUTES[@]}"; do

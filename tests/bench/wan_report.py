@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+
+"""Turns the WAN benchmark's runs (wan.json) into wan.md and wan.png.
+
+Every run's figure is listed, not only a median: a driver that is fast in
+most runs and collapses in some (bimodal) must show. Each cell also gives
+the driver's median and worst run as a ratio to the host kernel's median in
+the same (RTT, loss, direction) cell.
+
+Usage (re-render a results dir): wan_report.py RESULTS_DIR
+"""
+import json
+import os
+import statistics
+import sys
+
+REFERENCE = "host"
+LABELS = {
+    "host": "host kernel",
+    "plugin-fast": "plugin (fast path)",
+    "plugin": "plugin --plugin-tcp=slirp",
+    "rknp-slirp4netns": "rknp-slirp4netns (stock rootlesskit)",
+    "slirp4netns": "slirp4netns",
+    "pasta": "pasta",
+}
+# The fast path's target (issue 19): >= 0.9 of the host kernel in every run.
+TARGET_RATIO = 0.9
+
+
+def save(doc, results):
+    tmp = os.path.join(results, "wan.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, os.path.join(results, "wan.json"))
+
+
+def _mbps(v):
+    return "%.0f" % v if v >= 10 else "%.1f" % v
+
+
+def runs_of(doc, rtt, loss, direction, target, mtu):
+    """Runs of one cell in repeat order; mtu is ignored for the reference."""
+    return [r for r in doc["runs"]
+            if r["rtt_ms"] == rtt and r["loss_percent"] == loss
+            and r["direction"] == direction and r["target"] == target
+            and (target == REFERENCE or r["mtu"] == mtu)]
+
+
+def figures(runs):
+    return [r["bps"] / 1e6 for r in runs if "bps" in r]
+
+
+def cell(runs, host_median):
+    vals = figures(runs)
+    failed = sum(1 for r in runs if "bps" not in r)
+    if not vals and not failed:
+        return "–"
+    txt = ", ".join(_mbps(v) for v in vals)
+    if failed:
+        txt += (", " if vals else "") + "%d failed" % failed
+    if vals and host_median:
+        med, worst = statistics.median(vals) / host_median, min(vals) / host_median
+        txt += " — ×%.2f" % med
+        if len(vals) > 1 and worst < med:
+            txt += " (min ×%.2f)" % worst
+    return txt
+
+
+def cells(doc):
+    o = doc["options"]
+    for rtt in o["rtt_ms"]:
+        for loss in o["loss_percent"]:
+            for direction in o["directions"]:
+                yield rtt, loss, direction
+
+
+def markdown(doc):
+    o = doc["options"]
+    lines = [
+        "# rknp WAN benchmark, %s" % doc["started"], "",
+        "One iperf3 stream (-t %d) between the rootless child and a test host behind "
+        "the WAN bed (tests/lib/wan_bed.sh; link MTU %d; RTT = 2 x one-way delay; loss "
+        "per packet each way, seed %d); %s socket sysctls; %d repeat(s); kernel %s, "
+        "%d CPUs; %.0f s wall." % (
+            o["seconds"], o["link_mtu"], o["seed"],
+            "Debian's default" if o["debian_sysctls"] else "the machine's own",
+            o["repeat"], doc["machine"]["kernel"], doc["machine"]["cpus"],
+            doc.get("wall_s", 0)), "",
+        "Download = the test host sends to the child (iperf3 -R), upload = the child "
+        "sends. Cells: every run's receiver figure in Mbit/s, in run order, then "
+        "— ×median ratio to the host kernel's median in the same row (min ×: the "
+        "worst run's ratio). The host kernel column is the reference (no "
+        "rootlesskit, the same in both MTU tables).", ""]
+    others = [t for t in doc["targets"] if t != REFERENCE]
+    for mtu in o["mtus"]:
+        names = ([REFERENCE] if REFERENCE in doc["targets"] else []) + others
+        lines += ["## rootlesskit --mtu %d" % mtu, "",
+                  "| RTT | loss | direction | " +
+                  " | ".join(LABELS.get(n, n) for n in names) + " |",
+                  "|---|---|---|" + "---|" * len(names)]
+        for rtt, loss, direction in cells(doc):
+            host = figures(runs_of(doc, rtt, loss, direction, REFERENCE, None))
+            host_median = statistics.median(host) if host else None
+            row = []
+            for n in names:
+                runs = runs_of(doc, rtt, loss, direction, n, mtu)
+                row.append(cell(runs, None if n == REFERENCE else host_median))
+            lines.append("| %g ms | %g%% | %s | %s |" % (rtt, loss, direction, " | ".join(row)))
+        lines.append("")
+    lines += targets_section(doc)
+    failed = [r for r in doc["runs"] if "bps" not in r or r.get("first_error")]
+    if failed:
+        lines += ["## Failures and retries", ""]
+        for r in failed:
+            what = r.get("error") or "retried after: " + r["first_error"]
+            lines.append("- RTT %g loss %g %s mtu %s %s run %d: %s" % (
+                r["rtt_ms"], r["loss_percent"], r["target"], r["mtu"] or "-",
+                r["direction"], r["repeat"] + 1, what))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def targets_section(doc):
+    """Issue 19's target for the fast path: every run >= 0.9 x the host
+    kernel's median, and never below slirp4netns's worst run."""
+    if "plugin-fast" not in doc["targets"] or REFERENCE not in doc["targets"]:
+        return []
+    misses = []
+    for mtu in doc["options"]["mtus"]:
+        for rtt, loss, direction in cells(doc):
+            host = figures(runs_of(doc, rtt, loss, direction, REFERENCE, None))
+            fast = figures(runs_of(doc, rtt, loss, direction, "plugin-fast", mtu))
+            s4n = figures(runs_of(doc, rtt, loss, direction, "slirp4netns", mtu))
+            if not host or not fast:
+                continue
+            h = statistics.median(host)
+            low = [v for v in fast if v < TARGET_RATIO * h or (s4n and v < min(s4n))]
+            if low:
+                misses.append("- mtu %d, RTT %g ms, loss %g%%, %s: %s of %d run(s) below "
+                              "%.0f Mbit/s (×%.1f host %.0f)%s: %s" % (
+                                  mtu, rtt, loss, direction, len(low), len(fast),
+                                  TARGET_RATIO * h, TARGET_RATIO, h,
+                                  " or slirp4netns's worst %.0f" % min(s4n) if s4n else "",
+                                  ", ".join(_mbps(v) for v in low)))
+    head = ["## Fast path against its target", "",
+            "Target: every run ≥ %.1f × the host kernel's median and ≥ slirp4netns's "
+            "worst run in the same cell." % TARGET_RATIO, ""]
+    return head + (misses or ["All runs meet it."]) + [""]
+
+
+def chart(doc, path):
+    """One panel per (direction, MTU): every run as a dot, per cell and
+    driver; log scale, so a collapse stands out next to the host kernel."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    o = doc["options"]
+    combos = [(d, m) for d in o["directions"] for m in o["mtus"]]
+    xcells = [(rtt, loss) for rtt in o["rtt_ms"] for loss in o["loss_percent"]]
+    names = doc["targets"]
+    fig, axes = plt.subplots(1, len(combos), figsize=(max(5, 1.6 * len(xcells)) * len(combos), 4.8),
+                             squeeze=False, sharey=True)
+    width = 0.8 / max(1, len(names))
+    for ax, (direction, mtu) in zip(axes[0], combos):
+        for i, n in enumerate(names):
+            xs, ys = [], []
+            for j, (rtt, loss) in enumerate(xcells):
+                vals = figures(runs_of(doc, rtt, loss, direction, n, mtu))
+                x = j + (i - (len(names) - 1) / 2) * width
+                xs += [x] * len(vals)
+                ys += vals
+            ax.scatter(xs, ys, s=18, label=LABELS.get(n, n),
+                       marker="_" if n == REFERENCE else "o",
+                       color="black" if n == REFERENCE else None,
+                       linewidths=2 if n == REFERENCE else None, zorder=3)
+        ax.set_xticks(range(len(xcells)))
+        ax.set_xticklabels(["%g ms\n%g%% loss" % c for c in xcells], fontsize=8)
+        ax.set_yscale("log")
+        ax.set_title("%s, rootlesskit --mtu %d" % (direction, mtu), fontsize=10)
+        ax.grid(axis="y", alpha=0.3, which="both")
+    axes[0][0].set_ylabel("Mbit/s, each run a dot (log)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main(argv):
+    results = argv[0]
+    with open(os.path.join(results, "wan.json")) as f:
+        doc = json.load(f)
+    md = markdown(doc)
+    with open(os.path.join(results, "wan.md"), "w") as f:
+        f.write(md)
+    chart(doc, os.path.join(results, "wan.png"))
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
