@@ -97,8 +97,10 @@ class Bed:
         self.log = log
         self.test_host = "198.19.%d.2" % o.bed_id
         self.netns = "rkwan%d-th" % o.bed_id
+        self.rtt_ms = 0
 
     def up(self, rtt, loss):
+        self.rtt_ms = rtt
         args = [WAN_BED, "up", "--id", str(self.o.bed_id), "--delay-ms", "%g" % (rtt / 2),
                 "--loss", "%g" % loss, "--seed", str(self.o.seed),
                 "--mtu", str(self.o.link_mtu)]
@@ -135,7 +137,11 @@ def run_session(target, mtu, bed, o, logf):
             return {"error": ready["error"]}
         if target.helpers:
             pids = procs.find_stack(agent.p.pid, o.uid, target.helpers, target.parent_name)
-        for direction in o.direction:
+        for i, direction in enumerate(o.direction):
+            if i:
+                # iperf3's server finishes the previous test a round trip
+                # after the client: a new one right away is refused.
+                time.sleep(0.5 + 2 * bed.rtt_ms / 1000)
             cmd = {"op": "iperf3", "args": DIRECTIONS[direction], "duration": o.seconds}
             res = agent.ask(cmd, o.seconds + 60)
             if "error" in res:

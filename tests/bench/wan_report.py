@@ -58,6 +58,11 @@ def cell(runs, host_median):
     txt = ", ".join(_mbps(v) for v in vals)
     if failed:
         txt += (", " if vals else "") + "%d failed" % failed
+    retried = sum(1 for r in runs if r.get("first_error"))
+    if retried:
+        # A first attempt that failed (e.g. a stalled transfer's timeout)
+        # is part of what a user would see: not hidden by the retry.
+        txt += " [%d retried after a failure]" % retried
     if vals and host_median:
         med, worst = statistics.median(vals) / host_median, min(vals) / host_median
         txt += " — ×%.2f" % med
@@ -74,6 +79,14 @@ def cells(doc):
                 yield rtt, loss, direction
 
 
+def load_line(doc):
+    loads = [r["load1"] for r in doc["runs"] if "load1" in r]
+    if not loads:
+        return ""
+    return ("Load average (1 min) when the runs started: %.1f–%.1f (other work on the "
+            "machine skews runs)." % (min(loads), max(loads)))
+
+
 def markdown(doc):
     o = doc["options"]
     lines = [
@@ -86,6 +99,7 @@ def markdown(doc):
             "Debian's default" if o["debian_sysctls"] else "the machine's own",
             o["repeat"], doc["machine"]["kernel"], doc["machine"]["cpus"],
             doc.get("wall_s", 0)), "",
+        load_line(doc), "",
         "Download = the test host sends to the child (iperf3 -R), upload = the child "
         "sends. Cells: every run's receiver figure in Mbit/s, in run order, then "
         "— ×median ratio to the host kernel's median in the same row (min ×: the "
@@ -155,6 +169,7 @@ def chart(doc, path):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     o = doc["options"]
@@ -172,13 +187,14 @@ def chart(doc, path):
                 x = j + (i - (len(names) - 1) / 2) * width
                 xs += [x] * len(vals)
                 ys += vals
-            ax.scatter(xs, ys, s=18, label=LABELS.get(n, n),
+            ax.scatter(xs, ys, s=160 if n == REFERENCE else 18, label=LABELS.get(n, n),
                        marker="_" if n == REFERENCE else "o",
                        color="black" if n == REFERENCE else None,
                        linewidths=2 if n == REFERENCE else None, zorder=3)
         ax.set_xticks(range(len(xcells)))
         ax.set_xticklabels(["%g ms\n%g%% loss" % c for c in xcells], fontsize=8)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_title("%s, rootlesskit --mtu %d" % (direction, mtu), fontsize=10)
         ax.grid(axis="y", alpha=0.3, which="both")
     axes[0][0].set_ylabel("Mbit/s, each run a dot (log)")

@@ -32,8 +32,9 @@
 # --debian-sysctls sets Debian's default socket sysctls for the run
 # (net.core.rmem_max/wmem_max 212992, tcp_rmem 4096 131072 6291456,
 # tcp_wmem 4096 16384 4194304, cubic) in the caller's netns and the test
-# host's; `down` restores the caller's saved values. net.core.*mem_max are
-# global (not per netns): other tests running meanwhile see them too.
+# host's; `down` restores the saved values (the initial netns's once no
+# other bed holds them). net.core.*mem_max are global (not per netns):
+# other tests running meanwhile see them too.
 #
 # Runs as root. Traffic goes only between the caller's netns and the
 # namespace this script creates.
@@ -102,18 +103,46 @@ wan_bed_sysctl() {
     if [[ $key == net.core.* ]]; then sysctl "$@"; else wan_bed_client sysctl "$@"; fi
 }
 
-# wan_bed_sysctls_debian: saves the caller's values to $WAN_STATE/sysctls
-# (once: a second call keeps the first saved values), then sets Debian's
-# in the caller's netns and, if it exists, the test host's.
+# The initial netns's values (net.core.* are global, and the host's end
+# is usually there) are shared by every bed that sets Debian's: the first
+# one saves the originals, each bed is a holder, the last one to go puts
+# the originals back. So beds (of this or another session) can come and go
+# in any order without one saving another's Debian values as "originals".
+WAN_SYSCTL_SHARED=/run/rknp-wan-sysctls
+
+wan_bed_sysctl_lock() {
+    mkdir -p "$WAN_SYSCTL_SHARED/holders"
+    exec {WAN_SYSCTL_LOCK_FD}>"$WAN_SYSCTL_SHARED/lock"
+    flock "$WAN_SYSCTL_LOCK_FD"
+}
+
+wan_bed_sysctl_unlock() {
+    exec {WAN_SYSCTL_LOCK_FD}>&-
+}
+
+# wan_bed_sysctls_debian: sets Debian's socket sysctls in the host's end's
+# netns and, if it exists, the test host's, saving what they replace:
+# the initial netns's values in $WAN_SYSCTL_SHARED (first holder only), a
+# --client-netns's tcp_* in $WAN_STATE/sysctls.
 wan_bed_sysctls_debian() {
-    local entry key saved=$WAN_STATE/sysctls
+    local entry key client
+    client=$(cat "$WAN_STATE/client-netns" 2>/dev/null || true)
     mkdir -p "$WAN_STATE"
-    if [ ! -s "$saved" ]; then
+    wan_bed_sysctl_lock
+    if [ -z "$(ls -A "$WAN_SYSCTL_SHARED/holders")" ]; then
         for entry in "${WAN_DEBIAN_SYSCTLS[@]}"; do
             key=${entry%%=*}
-            printf '%s=%s\n' "$key" "$(wan_bed_sysctl -n "$key" | tr '\t' ' ')"
-        done >"$saved.tmp"
-        mv "$saved.tmp" "$saved"
+            printf '%s=%s\n' "$key" "$(sysctl -n "$key" | tr '\t' ' ')"
+        done >"$WAN_SYSCTL_SHARED/saved.tmp"
+        mv "$WAN_SYSCTL_SHARED/saved.tmp" "$WAN_SYSCTL_SHARED/saved"
+    fi
+    touch "$WAN_SYSCTL_SHARED/holders/$WAN_BED_ID"
+    if [ -n "$client" ] && [ ! -s "$WAN_STATE/sysctls" ]; then
+        for entry in "${WAN_DEBIAN_SYSCTLS[@]}"; do
+            key=${entry%%=*}
+            [[ $key == net.core.* ]] && continue
+            printf '%s=%s\n' "$key" "$(ip netns exec "$client" sysctl -n "$key" | tr '\t' ' ')"
+        done >"$WAN_STATE/sysctls"
     fi
     for entry in "${WAN_DEBIAN_SYSCTLS[@]}"; do
         wan_bed_sysctl -q -w "$entry"
@@ -121,16 +150,29 @@ wan_bed_sysctls_debian() {
             ip netns exec "$WAN_NETNS" sysctl -q -w "$entry"
         fi
     done
+    wan_bed_sysctl_unlock
 }
 
-# wan_bed_sysctls_restore: puts back what wan_bed_sysctls_debian saved.
+# wan_bed_sysctls_restore: undoes wan_bed_sysctls_debian for this bed
+# (the initial netns's values only when no other bed holds them).
 wan_bed_sysctls_restore() {
-    local saved=$WAN_STATE/sysctls line
-    [ -s "$saved" ] || return 0
-    while IFS= read -r line; do
-        wan_bed_sysctl -q -w "$line"
-    done <"$saved"
-    rm -f "$saved"
+    local line
+    if [ -s "$WAN_STATE/sysctls" ]; then
+        while IFS= read -r line; do
+            wan_bed_client sysctl -q -w "$line" || true
+        done <"$WAN_STATE/sysctls"
+        rm -f "$WAN_STATE/sysctls"
+    fi
+    [ -e "$WAN_SYSCTL_SHARED/holders/$WAN_BED_ID" ] || return 0
+    wan_bed_sysctl_lock
+    rm -f "$WAN_SYSCTL_SHARED/holders/$WAN_BED_ID"
+    if [ -z "$(ls -A "$WAN_SYSCTL_SHARED/holders")" ] && [ -s "$WAN_SYSCTL_SHARED/saved" ]; then
+        while IFS= read -r line; do
+            sysctl -q -w "$line"
+        done <"$WAN_SYSCTL_SHARED/saved"
+        rm -f "$WAN_SYSCTL_SHARED/saved"
+    fi
+    wan_bed_sysctl_unlock
 }
 
 # wan_bed_up [options]: builds bed $WAN_BED_ID (see the header).
@@ -272,7 +314,11 @@ wan_bed_status() {
     fi
     echo "bed $WAN_BED_ID: up ($(cat "$WAN_STATE/engine" 2>/dev/null)), test host $WAN_TEST_HOST" \
         "(netns $WAN_NETNS), host's end $WAN_HOST_ADDR"
-    if [ -s "$WAN_STATE/sysctls" ]; then echo "Debian sysctls set; saved values:"; cat "$WAN_STATE/sysctls"; fi
+    if [ -e "$WAN_SYSCTL_SHARED/holders/$WAN_BED_ID" ]; then
+        echo "Debian sysctls set (beds holding them: $(cd "$WAN_SYSCTL_SHARED/holders" && echo *));" \
+            "the initial netns's originals, restored when the last holder goes:"
+        cat "$WAN_SYSCTL_SHARED/saved"
+    fi
 }
 
 wan_bed_main() {
