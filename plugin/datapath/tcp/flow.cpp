@@ -198,6 +198,7 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
     }
     if (v_.state == State::Established) {
         if (ev & EPOLLPRI) v_.host_urgent = true;
+        if (ev & (EPOLLRDHUP | EPOLLHUP)) v_.host_shut = true;
         if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) {
             v_.peek_drained = false;
             push(c);

@@ -156,6 +156,9 @@ private:
         // stops there even with SO_OOBINLINE): once the host sent urgent
         // data (EPOLLPRI) only EAGAIN does.
         bool peek_drained = false, host_urgent = false;
+        // The host's FIN has arrived (EPOLLRDHUP/EPOLLHUP): after the data
+        // still queued a peek returns 0, and no further edge will come.
+        bool host_shut = false;
         // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
         uint32_t irs = 0, rcv_nxt = 0;
         uint32_t adv_wnd = 0;     // last window we advertised, bytes

@@ -197,6 +197,10 @@ void Flow::push(FlowContext &c) {
         }
         if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
         if (size_t(n) < asked) { // drained, or an urgent mark
+            // Past the host's FIN nothing more will arrive to wake us: peek
+            // again, which gives 0 and sends our FIN (or the rest after an
+            // urgent mark).
+            if (v_.host_shut) continue;
             v_.peek_drained = !v_.host_urgent;
             return;
         }
