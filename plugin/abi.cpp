@@ -99,8 +99,7 @@ RKNP_API const char *rknp_library_version(void) {
 }
 
 RKNP_API rknp_status rknp_config_init(rknp_config *cfg, uint32_t struct_size) {
-    return rknp::init_versioned(cfg, struct_size, rknp::default_config(),
-                                RKNP_CONFIG_SIZE_1_0);
+    return rknp::init_versioned(cfg, struct_size, rknp::default_config());
 }
 
 RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg, rknp_parent **out,
@@ -109,9 +108,7 @@ RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg, rknp_parent **out,
         require(cfg != nullptr, "config");
         require(out != nullptr, "out");
         *out = nullptr;
-        rknp_config c = rknp::read_versioned(*cfg, rknp::default_config(),
-                                             RKNP_CONFIG_SIZE_1_0,
-                                             "rknp_config");
+        rknp_config c = rknp::read_versioned(*cfg, rknp::default_config());
         *out = new rknp_parent(rknp::ParentConfig::from_c(c));
     });
 }
@@ -143,7 +140,7 @@ RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
         }
         if (c.ipv6) put(n.ipv6_gateway, rknp::kIpv6Gateway);
         put(n.libslirp_version, slirp_version_string());
-        rknp::write_versioned(*out, n, RKNP_NETWORK_SIZE_1_0, "rknp_network");
+        rknp::write_versioned(out, n);
     });
 }
 
@@ -192,7 +189,8 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
         o.tcp_fast_flows = s.tcp_fast_flows.load();
         o.tcp_fast_retransmits = s.tcp_fast_retransmits.load();
         o.sandbox = s.sandbox.load();
-        rknp::write_versioned(*out, o, RKNP_STATS_SIZE_1_0, "rknp_stats");
+        o.tcp_peek_mode = s.tcp_peek_mode.load();
+        rknp::write_versioned(out, o);
     });
 }
 
@@ -204,8 +202,7 @@ RKNP_API void rknp_parent_free(rknp_parent *p) { delete p; }
 
 RKNP_API rknp_status rknp_child_options_init(rknp_child_options *opts,
                                              uint32_t struct_size) {
-    return rknp::init_versioned(opts, struct_size, default_child_options(),
-                                RKNP_CHILD_OPTIONS_SIZE_1_0);
+    return rknp::init_versioned(opts, struct_size, default_child_options());
 }
 
 RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
@@ -225,9 +222,8 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
         rknp::Logger log;
         bool link_only = false;
         if (opts != nullptr) {
-            rknp_child_options o = rknp::read_versioned(
-                *opts, default_child_options(), RKNP_CHILD_OPTIONS_SIZE_1_0,
-                "rknp_child_options");
+            rknp_child_options o =
+                rknp::read_versioned(*opts, default_child_options());
             if (o.detached_netns_path != nullptr)
                 netns = o.detached_netns_path;
             log = rknp::Logger(o.log_fn, o.log_user_data);
@@ -247,8 +243,7 @@ RKNP_API rknp_status rknp_child_configure(const rknp_kv *opaque,
 }
 
 RKNP_API rknp_status rknp_forward_init(rknp_forward *fwd, uint32_t struct_size) {
-    return rknp::init_versioned(fwd, struct_size, default_forward(),
-                                RKNP_FORWARD_SIZE_1_1);
+    return rknp::init_versioned(fwd, struct_size, default_forward());
 }
 
 RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
@@ -259,8 +254,8 @@ RKNP_API rknp_status rknp_parent_add_forward(rknp_parent *p,
         require(p != nullptr, "parent");
         require(fwd != nullptr, "forward");
         require(id_out != nullptr, "id_out");
-        *id_out = p->impl.add_forward(rknp::read_versioned(
-            *fwd, default_forward(), RKNP_FORWARD_SIZE_1_1, "rknp_forward"));
+        *id_out = p->impl.add_forward(
+            rknp::read_versioned(*fwd, default_forward()));
     });
 }
 
@@ -284,9 +279,7 @@ RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
         // The caller's elements may be larger or smaller than ours: step
         // through the array by the caller's struct_size.
         uint32_t stride = capacity > 0 ? rknp::struct_size_of(out) : 0;
-        if (capacity > 0)
-            rknp::check_struct_size(stride, RKNP_FORWARD_INFO_SIZE_1_1,
-                                    "rknp_forward_info");
+        if (capacity > 0) rknp::field_bytes<rknp_forward_info>(stride);
         auto *base = reinterpret_cast<unsigned char *>(out);
         for (uint32_t i = 1; i < capacity; ++i)
             if (rknp::struct_size_of(base + size_t(i) * stride) != stride)
@@ -304,9 +297,7 @@ RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
             o.guest_port = f.guest_port;
             put(o.host_addr, f.host_string());
             put(o.guest_addr, rknp::format_ipv4(f.guest));
-            rknp::write_versioned(base + size_t(i++) * stride, &o, sizeof o,
-                                  RKNP_FORWARD_INFO_SIZE_1_1,
-                                  "rknp_forward_info");
+            rknp::write_versioned(base + size_t(i++) * stride, o);
         }
     });
 }

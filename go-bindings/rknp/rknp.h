@@ -27,24 +27,44 @@
  *  - Strings are NUL-terminated UTF-8. Strings passed in are copied; the
  *    caller keeps ownership.
  *  - Versioned structs start with struct_size: the caller's
- *    sizeof(struct), as compiled against its copy of this header. A field
- *    exists for the library when it ends within struct_size. The library
- *    accepts any struct_size from the struct's first version on (the
- *    RKNP_*_SIZE_x_y macros below each struct) and never reads or writes a
- *    byte past it:
- *      - structs the caller fills (rknp_config, rknp_forward,
- *        rknp_child_options): fields beyond struct_size take their
- *        defaults; fields the library does not know (a newer caller's
- *        tail) are ignored, so check rknp_abi_version() before relying on
- *        a field newer than the minor the library reports;
- *      - structs the library fills (rknp_network, rknp_stats,
- *        rknp_forward_info): it fills the fields it knows within
- *        struct_size, zeroes the rest of struct_size and leaves
- *        struct_size as the caller set it.
- *    Initialise caller-filled structs with the matching *_init function,
- *    which clears struct_size bytes and sets every default. Appended fields
- *    default to 0, so a struct whose padding *_init cleared reads as
- *    defaults wherever the next field lands.
+ *    sizeof(struct), as compiled against its copy of this header. Each
+ *    minor that changed a struct froze its size: the RKNP_*_SIZE_x_y macros
+ *    below each struct (offsetof + sizeof of the minor's last member). The
+ *    library reads and writes a caller's struct as the newest minor whose
+ *    frozen size is at most struct_size, and never touches a byte past
+ *    struct_size:
+ *      - below the struct's first frozen size: RKNP_ERR_INVALID_ARGUMENT
+ *        (the *_init functions return it, nothing is written);
+ *      - a frozen size: exactly that minor's fields;
+ *      - between two frozen sizes (the sizeof of a header before 1.4
+ *        includes tail padding): the older minor's fields; the bytes past
+ *        its frozen size are the caller's padding and are never read as
+ *        fields. On LP64, sizeof(rknp_config) was 88 in both the 1.0 and
+ *        the 1.2 header (frozen sizes 84 and 86): 88 reads as 1.2, so a 1.0
+ *        caller's padding bytes 84 and 85 are read as enable_dhcp and
+ *        tcp_path (checked: 0 or 1, and 0..2; rknp_config_init and
+ *        RKNP_CONFIG_INIT clear them), while the 1.3 field
+ *        disable_sandbox at 86 is never read from a struct_size below 96;
+ *      - beyond the newest frozen size (a caller built against a newer
+ *        header): every field this library knows; the rest is ignored, so
+ *        check rknp_abi_version() before relying on a field newer than
+ *        the minor the library reports.
+ *    Structs the caller fills (rknp_config, rknp_forward,
+ *    rknp_child_options): fields the caller's minor lacks take their
+ *    defaults. Structs the library fills (rknp_network, rknp_stats,
+ *    rknp_forward_info): it fills the fields of the caller's minor, zeroes
+ *    the rest of struct_size and leaves struct_size as the caller set it.
+ *  - Layout rule since 1.4: a minor appends its fields at the previous
+ *    header's sizeof (never inside its tail padding) and ends them on an
+ *    explicit reserved_x_y block, so that the struct has no tail padding
+ *    and every minor's sizeof is its frozen size, distinct from all
+ *    others. Reserved bytes are never read and never become fields; the
+ *    initialisers set them to 0.
+ *  - Initialise caller-filled structs with the static initialiser
+ *    (RKNP_CONFIG_INIT, RKNP_FORWARD_INIT, RKNP_CHILD_OPTIONS_INIT) or the
+ *    matching *_init function, which clears struct_size bytes and sets
+ *    every default; both give the same struct. Appended fields default to
+ *    0.
  *  - Nothing here raises C++ exceptions, installs signal handlers or changes
  *    process-wide state (signal dispositions, umask, cwd, namespaces of the
  *    calling thread).
@@ -80,8 +100,11 @@ extern "C" {
  *   1.3  rknp_config.disable_sandbox, max_flows and max_new_flows_per_sec,
  *        rknp_network.libslirp_version, rknp_stats.frames_truncated to
  *        sandbox
+ *   1.4  rknp_config.tcp_peek_mode, rknp_stats.tcp_peek_mode; the
+ *        reserved_x_y tails (layout rule above) and the RKNP_*_INIT
+ *        initialisers; no new functions
  */
-#define RKNP_ABI_MINOR 3
+#define RKNP_ABI_MINOR 4
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -121,7 +144,7 @@ RKNP_API void rknp_error_free(rknp_error *err);
 
 /** RKNP_ABI_VERSION of the loaded library. Thread-safe. */
 RKNP_API uint32_t rknp_abi_version(void);
-/** Library version string, e.g. "0.1.0 (libslirp 4.7.0)". Static storage,
+/** Library version string, e.g. "1.4.0 (libslirp 4.7.0)". Static storage,
  *  never freed. Thread-safe. */
 RKNP_API const char *rknp_library_version(void);
 
@@ -198,6 +221,11 @@ typedef struct rknp_config {
     uint32_t max_new_flows_per_sec; /* new guest flows per second (bursts
                                      of that many); more are refused and
                                      counted. 0: the default, 20000 */
+    /* 1.4 */
+    uint8_t tcp_peek_mode;        /* RKNP_TCP_PEEK_*: how the TCP fast path
+                                     reads host sockets; a test and
+                                     diagnostic knob, leave it 0 */
+    uint8_t reserved_1_4[7];      /* 0; never a field (layout rule) */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
@@ -206,18 +234,55 @@ enum {
                                   path (libslirp in 1.2) */
     RKNP_TCP_PATH_FAST = 1,    /* each guest connection on its own host
                                   socket, scaled windows, 64 KiB frames
-                                  (needs offloads and Linux >= 6.9's
-                                  SO_PEEK_OFF for TCP; else libslirp) */
+                                  (needs offloads, else libslirp; host
+                                  sockets read as tcp_peek_mode says) */
     RKNP_TCP_PATH_SLIRP = 2    /* all TCP through libslirp */
 };
 
-/** Sizes of rknp_config as each minor that changed it defined it. */
+/**
+ * rknp_config.tcp_peek_mode (1.4). The fast path sends the guest what it
+ * peeks from a host socket and drops it from the socket once the guest
+ * acknowledged it, so a retransmission peeks again. A test and diagnostic
+ * knob: the default is right everywhere; the other values force one
+ * method, e.g. to test the older kernels' method on a newer kernel.
+ * rknp_stats.tcp_peek_mode reports the method in force.
+ */
+enum {
+    RKNP_TCP_PEEK_AUTO = 0,    /* probe SO_PEEK_OFF on a TCP socket at start:
+                                  _OFFSET when the kernel has it (Linux >=
+                                  6.9), else _DISCARD */
+    RKNP_TCP_PEEK_OFFSET = 1,  /* SO_PEEK_OFF: each peek starts where the
+                                  last one ended; rknp_parent_start fails
+                                  with RKNP_ERR_UNSUPPORTED, naming the
+                                  option, if the kernel lacks it */
+    RKNP_TCP_PEEK_DISCARD = 2  /* peek from the start of the receive queue,
+                                  the bytes already sent to the guest into
+                                  a discard buffer (kernels before 6.9) */
+};
+
+/**
+ * Sizes of rknp_config as each minor that changed it defined it. On LP64
+ * the 1.0 and 1.2 headers' sizeof was 88 for both (tail padding): see the
+ * struct_size rules at the top.
+ */
 #define RKNP_CONFIG_SIZE_1_0 \
     (offsetof(rknp_config, handover_timeout_ms) + sizeof(uint32_t))
 #define RKNP_CONFIG_SIZE_1_2 \
     (offsetof(rknp_config, tcp_path) + sizeof(uint8_t))
 #define RKNP_CONFIG_SIZE_1_3 \
     (offsetof(rknp_config, max_new_flows_per_sec) + sizeof(uint32_t))
+#define RKNP_CONFIG_SIZE_1_4 \
+    (offsetof(rknp_config, reserved_1_4) + 7)
+
+/**
+ * Static initialiser with every default, the same struct as
+ * rknp_config_init(&cfg, sizeof cfg) gives:
+ *   rknp_config cfg = RKNP_CONFIG_INIT;
+ */
+#define RKNP_CONFIG_INIT                                                   \
+    { sizeof(rknp_config), 65520, NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL, \
+      NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
+      RKNP_TCP_PEEK_AUTO, { 0 } }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
@@ -271,6 +336,8 @@ typedef struct rknp_network {
     char ipv6_gateway[46];  /* "" unless IPv6 is enabled */
     /* 1.3 */
     char libslirp_version[32]; /* the loaded libslirp's version string */
+    char reserved_1_3[2];   /* the 1.3 header's tail padding, named in 1.4;
+                               never a field */
 } rknp_network;
 
 #define RKNP_NETWORK_SIZE_1_0 \
@@ -337,6 +404,13 @@ typedef struct rknp_stats {
                                       again */
     uint32_t sandbox;              /* RKNP_SANDBOX_* bits in force on the
                                       stack thread */
+    uint32_t reserved_1_3;         /* the 1.3 header's tail padding, named
+                                      in 1.4; never a field */
+    /* 1.4 */
+    uint32_t tcp_peek_mode;        /* RKNP_TCP_PEEK_OFFSET or _DISCARD: how
+                                      the TCP fast path reads host sockets;
+                                      0 while the fast path is off */
+    uint32_t reserved_1_4;         /* never a field (layout rule) */
 } rknp_stats;
 
 /** rknp_stats.sandbox bits (1.3). */
@@ -351,6 +425,8 @@ enum {
     (offsetof(rknp_stats, acks_superseded) + sizeof(uint64_t))
 #define RKNP_STATS_SIZE_1_3 \
     (offsetof(rknp_stats, sandbox) + sizeof(uint32_t))
+#define RKNP_STATS_SIZE_1_4 \
+    (offsetof(rknp_stats, reserved_1_4) + sizeof(uint32_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
@@ -396,6 +472,11 @@ typedef struct rknp_forward {
 #define RKNP_FORWARD_SIZE_1_1 \
     (offsetof(rknp_forward, guest_addr) + sizeof(const char *))
 
+/** Static initialiser with the defaults, the same struct as
+ *  rknp_forward_init(&fwd, sizeof fwd) gives. */
+#define RKNP_FORWARD_INIT \
+    { sizeof(rknp_forward), RKNP_PROTO_TCP, NULL, 0, 0, NULL }
+
 /** Clears struct_size bytes of fwd (pass sizeof(rknp_forward)), sets the
  *  defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if fwd is NULL or
  *  struct_size is below RKNP_FORWARD_SIZE_1_1. Thread-safe. */
@@ -430,6 +511,8 @@ typedef struct rknp_forward_info {
     uint32_t guest_port;
     char host_addr[46];
     char guest_addr[16];
+    char reserved_1_1[2];   /* the 1.1 header's tail padding, named in 1.4;
+                               never a field */
 } rknp_forward_info;
 
 #define RKNP_FORWARD_INFO_SIZE_1_1 \
@@ -473,12 +556,19 @@ typedef struct rknp_child_options {
                                     offloads) and hand it over, but leave
                                     addresses and routes to the caller (as
                                     slirp4netns without --configure) */
+    uint8_t reserved_1_2[7];     /* the 1.2 header's tail padding on LP64,
+                                    named in 1.4; never a field */
 } rknp_child_options;
 
 #define RKNP_CHILD_OPTIONS_SIZE_1_0 \
     (offsetof(rknp_child_options, log_user_data) + sizeof(void *))
 #define RKNP_CHILD_OPTIONS_SIZE_1_2 \
     (offsetof(rknp_child_options, link_only) + sizeof(uint8_t))
+
+/** Static initialiser with the defaults, the same struct as
+ *  rknp_child_options_init(&opts, sizeof opts) gives. */
+#define RKNP_CHILD_OPTIONS_INIT \
+    { sizeof(rknp_child_options), NULL, NULL, NULL, 0, { 0 } }
 
 /** Clears struct_size bytes of opts (pass sizeof(rknp_child_options)), sets
  *  the defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if opts is NULL

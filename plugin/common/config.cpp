@@ -64,6 +64,11 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
                       "\": must be RKNP_TCP_PATH_DEFAULT, _FAST or _SLIRP");
     // The fast path unless asked for libslirp (the default since 1.3).
     p.tcp_fast_path = c.tcp_path != RKNP_TCP_PATH_SLIRP;
+    if (c.tcp_peek_mode > RKNP_TCP_PEEK_DISCARD)
+        throw_invalid("invalid tcp_peek_mode \"" +
+                      std::to_string(c.tcp_peek_mode) +
+                      "\": must be RKNP_TCP_PEEK_AUTO, _OFFSET or _DISCARD");
+    p.tcp_peek_mode = TcpPeekMode(c.tcp_peek_mode);
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

@@ -31,6 +31,18 @@ inline constexpr uint32_t kDefaultMaxFlows = 16384;
 inline constexpr uint32_t kDefaultMaxNewFlowsPerSec = 20000;
 inline constexpr uint32_t kMaxFlowsLimit = 1u << 20;
 
+// rknp_config.tcp_peek_mode: how the TCP fast path peeks at a host socket
+// the data the guest has not acknowledged yet (rknp.h, RKNP_TCP_PEEK_*).
+enum class TcpPeekMode : uint8_t {
+    automatic = RKNP_TCP_PEEK_AUTO, // offset where the kernel has
+                                    // SO_PEEK_OFF for TCP, else discard
+    offset = RKNP_TCP_PEEK_OFFSET,  // SO_PEEK_OFF (Linux >= 6.9); start
+                                    // fails without it
+    discard = RKNP_TCP_PEEK_DISCARD // peek from the queue's start, the
+                                    // bytes already sent into a discard
+                                    // buffer
+};
+
 struct ParentConfig {
     uint32_t mtu = kDefaultMtu;
     Ipv4Cidr cidr;
@@ -40,6 +52,7 @@ struct ParentConfig {
     bool disable_dns = false;
     bool enable_dhcp = false;
     bool tcp_fast_path = true; // RKNP_TCP_PATH_DEFAULT / _FAST
+    TcpPeekMode tcp_peek_mode = TcpPeekMode::automatic;
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;

@@ -26,6 +26,10 @@ struct Stats {
     std::atomic<uint64_t> tcp_fast_flows{0};     // a gauge
     std::atomic<uint64_t> tcp_fast_retransmits{0};
     std::atomic<uint32_t> sandbox{0};            // RKNP_SANDBOX_* bits
+    // The fast path's way of reading host sockets once it resolved
+    // ParentConfig::tcp_peek_mode: RKNP_TCP_PEEK_OFFSET or _DISCARD
+    // (uint32_t(TcpPeekMode)); 0 while the fast path is off.
+    std::atomic<uint32_t> tcp_peek_mode{0};
 
     static void add(std::atomic<uint64_t> &c, uint64_t n) {
         c.fetch_add(n, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -265,6 +266,51 @@ TEST_CASE("listing steps through the caller's array by its struct_size") {
     CHECK(std::string(rknp_error_message(err)) ==
           "rknp_forward_info[1].struct_size differs from element 0's");
     rknp_error_free(err);
+}
+
+TEST_CASE("a 1.1 caller's rknp_forward and rknp_forward_info: poisoned bytes past its size") {
+    Running r;
+    for (unsigned char poison : {0xA5, 0x01}) {
+        CAPTURE(int(poison));
+        // rknp_forward: nothing past struct_size is read (0xA5 would make
+        // any field invalid).
+        std::vector<unsigned char> in(sizeof(rknp_forward) + 64, poison);
+        rknp_forward set = tcp(free_port(), 83);
+        std::memcpy(in.data(), &set, RKNP_FORWARD_SIZE_1_1);
+        uint32_t id = 0;
+        rknp_error *err = nullptr;
+        auto *fwd = reinterpret_cast<rknp_forward *>(in.data());
+        REQUIRE_MESSAGE(rknp_parent_add_forward(r.p, fwd, &id, &err) ==
+                            RKNP_OK,
+                        (err ? rknp_error_message(err) : ""));
+        // rknp_forward_info as the 1.1 header laid it out (sizeof 84 on
+        // LP64: its 2 bytes of tail padding, now reserved_1_1, zeroed):
+        // the same fields a full-size caller gets.
+        rknp_forward_info full{};
+        full.struct_size = sizeof full;
+        uint32_t count = 0;
+        REQUIRE(rknp_parent_list_forwards(r.p, &full, 1, &count, nullptr) ==
+                RKNP_OK);
+        REQUIRE(count == 1);
+        const size_t frozen = RKNP_FORWARD_INFO_SIZE_1_1;
+        const uint32_t stride = uint32_t(
+            (frozen + alignof(rknp_forward_info) - 1) /
+            alignof(rknp_forward_info) * alignof(rknp_forward_info));
+        std::vector<unsigned char> out(2 * stride + 64, poison);
+        for (size_t i = 0; i < 2; ++i)
+            std::memcpy(out.data() + i * stride, &stride, sizeof stride);
+        REQUIRE(rknp_parent_list_forwards(
+                    r.p, reinterpret_cast<rknp_forward_info *>(out.data()), 2,
+                    &count, nullptr) == RKNP_OK);
+        CHECK(std::memcmp(out.data() + 4,
+                          reinterpret_cast<unsigned char *>(&full) + 4,
+                          frozen - 4) == 0);
+        for (size_t i = frozen; i < stride; ++i) CHECK(out[i] == 0);
+        // Element 1 (no second forward) keeps its poison.
+        for (size_t i = stride + 4; i < out.size(); ++i)
+            CHECK(out[i] == poison);
+        REQUIRE(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_OK);
+    }
 }
 
 namespace {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The versioned-struct contract as callers built against other minors see
-// it: an older caller's shorter struct works with defaults for the rest, a
-// newer caller's longer one is accepted with its unknown tail ignored, and
-// the library never reads or writes past the caller's struct_size.
+// it: an older caller's shorter struct works with defaults for the rest and
+// its tail padding is never read as a newer field, a newer caller's longer
+// one is accepted with its unknown tail ignored, the library never reads or
+// writes past the caller's struct_size, and the static initialisers give
+// what the *_init functions give.
 #include <doctest/doctest.h>
 #include <slirp/libslirp.h>
 
@@ -47,18 +49,91 @@ std::string message(rknp_error *err) {
     return m;
 }
 
+// sizeof(T) in the header of the minor whose frozen size is `frozen`: the
+// struct's alignment never changed, and its sizeof is a multiple of it.
+template <typename T> uint32_t header_sizeof(size_t frozen) {
+    return uint32_t((frozen + alignof(T) - 1) / alignof(T) * alignof(T));
+}
+
+// A caller's struct of struct_size bytes whose first `fields` bytes are
+// `set` (the values its minor has) and whose every other byte, in its
+// padding and past its end, is `poison`.
+template <typename T> struct Poisoned {
+    std::vector<unsigned char> buf;
+    unsigned char poison;
+    Poisoned(const T &set, size_t fields, uint32_t struct_size,
+             unsigned char poison_byte)
+        : buf(sizeof(T) + kSlack, poison_byte), poison(poison_byte) {
+        std::memcpy(buf.data(), &set, fields);
+        std::memcpy(buf.data(), &struct_size, sizeof struct_size);
+    }
+    T *get() { return reinterpret_cast<T *>(buf.data()); }
+};
+
+// The stack thread's sandbox bits of a parent started from cfg. (Failure
+// messages use rknp_error_message, not message(): doctest may evaluate a
+// message more than once, and message() frees the error.)
+uint32_t started_sandbox(const rknp_config *cfg) {
+    TempDir dir;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    REQUIRE_MESSAGE(rknp_parent_new(cfg, &p, &err) == RKNP_OK,
+                    rknp_error_message(err));
+    REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, nullptr) ==
+            RKNP_OK);
+    rknp_stats st;
+    st.struct_size = sizeof st;
+    REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+    rknp_parent_free(p);
+    return st.sandbox;
+}
+
+// A library-filled struct at an older minor's size: the fields of that
+// minor as a full-size caller gets them, zeroes up to its struct_size and
+// the poison untouched past it. fill(T*) makes the call.
+template <typename T, typename Fill>
+void check_old_output(size_t frozen, unsigned char poison, Fill fill) {
+    CAPTURE(frozen);
+    CAPTURE(int(poison));
+    T full;
+    std::memset(&full, 0x5A, sizeof full);
+    full.struct_size = sizeof full;
+    REQUIRE(fill(&full) == RKNP_OK);
+    const uint32_t size = header_sizeof<T>(frozen);
+    std::vector<unsigned char> buf(sizeof(T) + kSlack, poison);
+    std::memcpy(buf.data(), &size, sizeof size);
+    REQUIRE(fill(reinterpret_cast<T *>(buf.data())) == RKNP_OK);
+    CHECK(std::memcmp(buf.data(), &size, sizeof size) == 0);
+    CHECK(std::memcmp(buf.data() + sizeof size,
+                      reinterpret_cast<unsigned char *>(&full) + sizeof size,
+                      frozen - sizeof size) == 0);
+    for (size_t i = frozen; i < size; ++i) CHECK(buf[i] == 0);
+    for (size_t i = size; i < buf.size(); ++i) CHECK(buf[i] == poison);
+}
+
 } // namespace
 
 TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(RKNP_CONFIG_SIZE_1_0 < RKNP_CONFIG_SIZE_1_2);
     CHECK(RKNP_CONFIG_SIZE_1_2 < RKNP_CONFIG_SIZE_1_3);
-    CHECK(RKNP_CONFIG_SIZE_1_3 <= sizeof(rknp_config));
+    CHECK(RKNP_CONFIG_SIZE_1_3 < RKNP_CONFIG_SIZE_1_4);
     CHECK(RKNP_NETWORK_SIZE_1_0 < RKNP_NETWORK_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_2 < RKNP_STATS_SIZE_1_3);
+    CHECK(RKNP_STATS_SIZE_1_3 < RKNP_STATS_SIZE_1_4);
+    // From 1.4 a minor's sizeof is its frozen size, beyond every older
+    // header's sizeof (which included tail padding).
+    CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_4);
+    CHECK(header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_3) <
+          sizeof(rknp_config));
+    CHECK(offsetof(rknp_config, tcp_peek_mode) >=
+          header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_3));
+    CHECK(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_4);
+    CHECK(offsetof(rknp_stats, tcp_peek_mode) >=
+          header_sizeof<rknp_stats>(RKNP_STATS_SIZE_1_3));
     auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
     REQUIRE(api != nullptr);
-    CHECK(api->abi_minor == 3);
-    CHECK(rknp_abi_version() == ((1u << 16) | 3u));
+    CHECK(api->abi_minor == 4);
+    CHECK(rknp_abi_version() == ((1u << 16) | 4u));
     // The 1.1 block (forwards) lies inside the table the library reports.
     CHECK(api->struct_size >= RKNP_API_V1_SIZE_1_1);
     CHECK((api->parent_list_forwards != nullptr));
@@ -227,4 +302,128 @@ TEST_CASE("the 1.2 child option link_only is read and checked") {
           RKNP_ERR_INVALID_ARGUMENT);
     CHECK(message(err) ==
           "invalid rknp_child_options.link_only \"2\": must be 0 or 1");
+}
+
+// Static storage: the initialisers' padding bytes are zero like those
+// *_init clears, so the whole structs compare.
+static const rknp_config kConfigInit = RKNP_CONFIG_INIT;
+static const rknp_forward kForwardInit = RKNP_FORWARD_INIT;
+static const rknp_child_options kChildOptionsInit = RKNP_CHILD_OPTIONS_INIT;
+
+TEST_CASE("the static initialisers equal what the *_init functions give") {
+    rknp_config cfg;
+    std::memset(&cfg, 0xA5, sizeof cfg);
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    CHECK(kConfigInit.struct_size == sizeof(rknp_config));
+    CHECK(kConfigInit.mtu == 65520);
+    CHECK(kConfigInit.handover_timeout_ms == 10000);
+    CHECK(kConfigInit.tcp_peek_mode == RKNP_TCP_PEEK_AUTO);
+    CHECK(std::memcmp(&cfg, &kConfigInit, sizeof cfg) == 0);
+
+    rknp_forward fwd;
+    std::memset(&fwd, 0xA5, sizeof fwd);
+    REQUIRE(rknp_forward_init(&fwd, sizeof fwd) == RKNP_OK);
+    CHECK(kForwardInit.protocol == RKNP_PROTO_TCP);
+    CHECK(std::memcmp(&fwd, &kForwardInit, sizeof fwd) == 0);
+
+    rknp_child_options opts;
+    std::memset(&opts, 0xA5, sizeof opts);
+    REQUIRE(rknp_child_options_init(&opts, sizeof opts) == RKNP_OK);
+    CHECK(std::memcmp(&opts, &kChildOptionsInit, sizeof opts) == 0);
+
+    // An automatic one is a valid config as it stands.
+    rknp_config automatic = RKNP_CONFIG_INIT;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK_MESSAGE(rknp_parent_new(&automatic, &p, &err) == RKNP_OK,
+                  rknp_error_message(err));
+    rknp_parent_free(p);
+}
+
+TEST_CASE("an old caller's rknp_config: poisoned padding is never read") {
+    // Sandbox bits a default parent gets here: the poisoned ones must match.
+    const uint32_t sandbox = started_sandbox(&kConfigInit);
+    REQUIRE((sandbox & RKNP_SANDBOX_SECCOMP) != 0);
+    struct Case {
+        uint32_t struct_size;
+        size_t fields; // the minor it reads as
+    };
+    // 84: a 1.0 caller passing the frozen size. 88: sizeof in the 1.0 and
+    // 1.2 headers, read as 1.2 (the 1.3 disable_sandbox at 86 and
+    // max_flows at 88 are poison). 95: between 1.2 and 1.3. 96: 1.3.
+    for (Case c : {Case{uint32_t(RKNP_CONFIG_SIZE_1_0), RKNP_CONFIG_SIZE_1_0},
+                   Case{88, RKNP_CONFIG_SIZE_1_2},
+                   Case{95, RKNP_CONFIG_SIZE_1_2},
+                   Case{uint32_t(RKNP_CONFIG_SIZE_1_3), RKNP_CONFIG_SIZE_1_3}}) {
+        // 0xA5 in any flag, enum or limit is refused; 0x01 is a valid flag
+        // (disable_sandbox: the sandbox bits show it) and an invalid
+        // max_flows (0x01010101).
+        for (unsigned char poison : {0xA5, 0x01}) {
+            CAPTURE(c.struct_size);
+            CAPTURE(int(poison));
+            rknp_config set = RKNP_CONFIG_INIT;
+            set.mtu = 1500;
+            Poisoned<rknp_config> old(set, c.fields, c.struct_size, poison);
+            rknp_parent *p = nullptr;
+            rknp_error *err = nullptr;
+            REQUIRE_MESSAGE(rknp_parent_new(old.get(), &p, &err) == RKNP_OK,
+                            rknp_error_message(err));
+            rknp_network net;
+            net.struct_size = sizeof net;
+            REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+            CHECK(net.mtu == 1500);
+            rknp_parent_free(p);
+            CHECK(started_sandbox(old.get()) == sandbox);
+        }
+    }
+}
+
+TEST_CASE("struct_size 88 is also a 1.0 header's: its padding at 84 is read as 1.2, checked") {
+    rknp_config set = RKNP_CONFIG_INIT;
+    Poisoned<rknp_config> old(set, RKNP_CONFIG_SIZE_1_0, 88, 0xA5);
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(old.get(), &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(message(err) == "invalid rknp_config: flags must be 0 or 1");
+}
+
+TEST_CASE("an old caller's rknp_child_options: poisoned padding is never read") {
+    // Options are read before the opaque pairs: an error about the missing
+    // socket pair shows they were accepted (0xA5 in link_only is not).
+    for (size_t fields : {RKNP_CHILD_OPTIONS_SIZE_1_0,
+                          RKNP_CHILD_OPTIONS_SIZE_1_2}) {
+        for (unsigned char poison : {0xA5, 0x01}) {
+            CAPTURE(fields);
+            CAPTURE(int(poison));
+            rknp_child_options set = RKNP_CHILD_OPTIONS_INIT;
+            Poisoned<rknp_child_options> old(
+                set, fields, header_sizeof<rknp_child_options>(fields),
+                poison);
+            rknp_kv kv[] = {{"rknp.ifname", "tap0"}};
+            rknp_error *err = nullptr;
+            CHECK(rknp_child_configure(kv, 1, old.get(), nullptr, 0, &err) ==
+                  RKNP_ERR_INVALID_ARGUMENT);
+            CHECK(message(err).find("rknp.socket") != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("an old caller's rknp_network and rknp_stats: its minor's fields, zeroes to its size") {
+    rknp_config cfg = RKNP_CONFIG_INIT;
+    cfg.mtu = 9000;
+    cfg.enable_ipv6 = 1;
+    rknp_parent *p = nullptr;
+    REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
+    auto network = [&](rknp_network *n) {
+        return rknp_parent_network(p, n, nullptr);
+    };
+    auto stats = [&](rknp_stats *s) { return rknp_parent_stats(p, s, nullptr); };
+    for (unsigned char poison : {0xA5, 0x01}) {
+        for (size_t frozen : {RKNP_NETWORK_SIZE_1_0, RKNP_NETWORK_SIZE_1_3})
+            check_old_output<rknp_network>(frozen, poison, network);
+        for (size_t frozen : {RKNP_STATS_SIZE_1_0, RKNP_STATS_SIZE_1_2,
+                              RKNP_STATS_SIZE_1_3, RKNP_STATS_SIZE_1_4})
+            check_old_output<rknp_stats>(frozen, poison, stats);
+    }
+    rknp_parent_free(p);
 }

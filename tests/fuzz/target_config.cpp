@@ -73,8 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (present & (1u << i)) *fields[i] = s[i].c_str();
     c.enable_dhcp = in.u8(); // last: older seeds leave it 0
     try {
-        check_roundtrip(ParentConfig::from_c(read_versioned(
-            c, default_config(), RKNP_CONFIG_SIZE_1_0, "rknp_config")));
+        check_roundtrip(
+            ParentConfig::from_c(read_versioned(c, default_config())));
     } catch (const Error &e) {
         fuzz::require(e.code() == RKNP_ERR_INVALID_ARGUMENT,
                       "validation error with a code other than INVALID_ARGUMENT");

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // ParentConfig::from_c: defaults like slirp4netns/rootlesskit, every bad
-// value refused with the option named.
+// value refused with the option named; and how the library reads an older
+// caller's caller-filled structs (read_versioned): the fields of its minor,
+// never its padding.
 #include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "struct_versions.hpp"
 
 using namespace rknp;
 
@@ -37,6 +43,32 @@ TEST_CASE("default configuration matches slirp4netns/rootlesskit") {
     CHECK_FALSE(p.mac.has_value());
     CHECK(p.handover_timeout_ms == 10000);
     CHECK(p.tcp_fast_path); // since 1.3
+    CHECK(p.tcp_peek_mode == TcpPeekMode::automatic); // 1.4
+}
+
+TEST_CASE("default_config is RKNP_CONFIG_INIT") {
+    static const rknp_config init = RKNP_CONFIG_INIT;
+    rknp_config c = default_config();
+    CHECK(c.struct_size == init.struct_size);
+    CHECK(c.mtu == init.mtu);
+    CHECK(c.handover_timeout_ms == init.handover_timeout_ms);
+    CHECK(c.tcp_path == init.tcp_path);
+    CHECK(c.tcp_peek_mode == init.tcp_peek_mode);
+}
+
+TEST_CASE("tcp_peek_mode: each RKNP_TCP_PEEK_* value, others refused") {
+    auto c = defaults();
+    c.tcp_peek_mode = RKNP_TCP_PEEK_AUTO;
+    CHECK(ParentConfig::from_c(c).tcp_peek_mode == TcpPeekMode::automatic);
+    c.tcp_peek_mode = RKNP_TCP_PEEK_OFFSET;
+    CHECK(ParentConfig::from_c(c).tcp_peek_mode == TcpPeekMode::offset);
+    c.tcp_peek_mode = RKNP_TCP_PEEK_DISCARD;
+    CHECK(ParentConfig::from_c(c).tcp_peek_mode == TcpPeekMode::discard);
+    c.tcp_peek_mode = 3;
+    CHECK(error_of(c) == "invalid tcp_peek_mode \"3\": must be "
+                         "RKNP_TCP_PEEK_AUTO, _OFFSET or _DISCARD");
+    c.tcp_peek_mode = 0xA5;
+    CHECK(error_of(c).rfind("invalid tcp_peek_mode \"165\"", 0) == 0);
 }
 
 TEST_CASE("tcp_path: the fast path unless libslirp is asked for") {
@@ -118,4 +150,119 @@ TEST_CASE("1.3 limits: 0 takes the default, others are range-checked") {
     c = defaults();
     c.disable_sandbox = 2;
     CHECK(error_of(c) == "invalid rknp_config: flags must be 0 or 1");
+}
+
+namespace {
+
+// A caller's struct of struct_size bytes: the first `fields` bytes from
+// `set`, every other byte (padding, newer fields, past its end) `poison`.
+template <typename T>
+T read_poisoned(const T &set, size_t fields, uint32_t struct_size,
+                unsigned char poison, const T &defaults) {
+    alignas(T) unsigned char buf[sizeof(T) + 32];
+    std::memset(buf, poison, sizeof buf);
+    std::memcpy(buf, &set, fields);
+    std::memcpy(buf, &struct_size, sizeof struct_size);
+    return read_versioned(*reinterpret_cast<const T *>(buf), defaults);
+}
+
+} // namespace
+
+TEST_CASE("an old caller's rknp_config is read as its minor: padding never") {
+    rknp_config set = defaults();
+    set.mtu = 1500;
+    set.enable_dhcp = 1;                 // 1.2
+    set.tcp_path = RKNP_TCP_PATH_SLIRP;  // 1.2
+    set.max_flows = 7;                   // 1.3
+    for (unsigned char poison : {0xA5, 0x01}) {
+        CAPTURE(int(poison));
+        { // 1.0 by its frozen size, 84
+            auto r = read_poisoned(set, RKNP_CONFIG_SIZE_1_0,
+                                   RKNP_CONFIG_SIZE_1_0, poison, defaults());
+            CHECK(r.mtu == 1500);
+            CHECK(r.enable_dhcp == 0);
+            CHECK(r.tcp_path == RKNP_TCP_PATH_DEFAULT);
+            CHECK(r.disable_sandbox == 0);
+            CHECK(r.max_flows == 0);
+        }
+        { // 88, the 1.0 and 1.2 headers' sizeof, reads as 1.2
+            // The issue this rule fixes: 0x01 at 86 was disable_sandbox.
+            auto r = read_poisoned(set, RKNP_CONFIG_SIZE_1_2, 88, poison,
+                                   defaults());
+            CHECK(r.enable_dhcp == 1);
+            CHECK(r.tcp_path == RKNP_TCP_PATH_SLIRP);
+            CHECK(r.disable_sandbox == 0);
+            CHECK(r.max_flows == 0);
+            auto p = ParentConfig::from_c(r);
+            CHECK(p.sandbox);
+            CHECK_FALSE(p.tcp_fast_path);
+        }
+        { // between 1.2 and 1.3 (95): a partial 1.3 is not read
+            auto r = read_poisoned(set, 95, 95, poison, defaults());
+            CHECK(r.enable_dhcp == 1);
+            CHECK(r.disable_sandbox == 0);
+            CHECK(r.max_flows == 0);
+            CHECK(r.max_new_flows_per_sec == 0);
+        }
+        { // 1.3, 96: its limits, not 1.4's tcp_peek_mode
+            auto r = read_poisoned(set, RKNP_CONFIG_SIZE_1_3,
+                                   RKNP_CONFIG_SIZE_1_3, poison, defaults());
+            CHECK(r.max_flows == 7);
+            CHECK(r.tcp_peek_mode == RKNP_TCP_PEEK_AUTO);
+            CHECK(ParentConfig::from_c(r).tcp_peek_mode ==
+                  TcpPeekMode::automatic);
+        }
+        { // 1.4: the reserved block is never read
+            rknp_config set14 = set;
+            set14.tcp_peek_mode = RKNP_TCP_PEEK_DISCARD;
+            std::memset(set14.reserved_1_4, poison, sizeof set14.reserved_1_4);
+            auto r = read_poisoned(set14, sizeof set14, sizeof set14, poison,
+                                   defaults());
+            CHECK(r.tcp_peek_mode == RKNP_TCP_PEEK_DISCARD);
+            CHECK(ParentConfig::from_c(r).tcp_peek_mode ==
+                  TcpPeekMode::discard);
+        }
+    }
+}
+
+TEST_CASE("an old caller's rknp_child_options and rknp_forward: their minor") {
+    const rknp_child_options opt_defaults = RKNP_CHILD_OPTIONS_INIT;
+    rknp_child_options set = opt_defaults;
+    set.link_only = 1;
+    for (unsigned char poison : {0xA5, 0x01}) {
+        CAPTURE(int(poison));
+        auto r10 = read_poisoned(set, RKNP_CHILD_OPTIONS_SIZE_1_0,
+                                 RKNP_CHILD_OPTIONS_SIZE_1_0, poison,
+                                 opt_defaults);
+        CHECK(r10.link_only == 0);
+        // The 1.2 header's sizeof: 40 on LP64, its link_only and padding.
+        auto r12 = read_poisoned(set, RKNP_CHILD_OPTIONS_SIZE_1_2,
+                                 uint32_t(sizeof(rknp_child_options)), poison,
+                                 opt_defaults);
+        CHECK(r12.link_only == 1);
+        for (uint8_t b : r12.reserved_1_2) CHECK(b == 0);
+
+        const rknp_forward fwd_defaults = RKNP_FORWARD_INIT;
+        rknp_forward fwd = fwd_defaults;
+        fwd.host_port = 8080;
+        fwd.guest_port = 80;
+        auto rf = read_poisoned(fwd, RKNP_FORWARD_SIZE_1_1,
+                                RKNP_FORWARD_SIZE_1_1, poison, fwd_defaults);
+        CHECK(std::memcmp(&rf, &fwd, sizeof fwd) == 0);
+    }
+}
+
+TEST_CASE("field_bytes: the newest frozen size within struct_size") {
+    CHECK_THROWS_AS(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_0 - 1), Error);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_0) ==
+          RKNP_CONFIG_SIZE_1_0);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_2 - 1) ==
+          RKNP_CONFIG_SIZE_1_0);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_3 - 1) ==
+          RKNP_CONFIG_SIZE_1_2);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_4) ==
+          RKNP_CONFIG_SIZE_1_4);
+    CHECK(field_bytes<rknp_config>(4096) == sizeof(rknp_config));
+    CHECK(field_bytes<rknp_stats>(RKNP_STATS_SIZE_1_3 + 4) ==
+          RKNP_STATS_SIZE_1_3);
 }
