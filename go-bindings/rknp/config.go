@@ -19,18 +19,18 @@ import (
 // (MTU 65520, CIDR 10.0.2.0/24, IfName "tap0", hand-over timeout 10s).
 type Config struct {
 	MTU                 int
-	CIDR                string // IPv4 network such as "10.0.2.0/24"
-	IfName              string // tap name in the child
-	DisableHostLoopback bool   // the gateway does not reach the host's lo
-	IPv6                bool   // fd00::/64, gateway fd00::2, DNS fd00::3
-	IPv6Address         string // guest address in fd00::/64; "" for SLAAC
-	DisableDNS          bool   // no DNS forwarder
-	DisableOffload      bool   // plain tap frames: no TSO / checksum offload
-	EnableDHCP          bool   // libslirp's DHCP server answers the guest (ABI 1.2)
-	TCPPath             string // "" (the library's default), "fast" or "slirp" (ABI 1.2)
-	OutboundAddr        string // host IPv4 address to bind outbound connections to
-	OutboundAddr6       string // host IPv6 address to bind outbound connections to
-	MACAddress          string // tap MAC; "" lets the kernel choose
+	CIDR                string  // IPv4 network such as "10.0.2.0/24"
+	IfName              string  // tap name in the child
+	DisableHostLoopback bool    // the gateway does not reach the host's lo
+	IPv6                bool    // fd00::/64, gateway fd00::2, DNS fd00::3
+	IPv6Address         string  // guest address in fd00::/64; "" for SLAAC
+	DisableDNS          bool    // no DNS forwarder
+	DisableOffload      bool    // plain tap frames: no TSO / checksum offload
+	EnableDHCP          bool    // libslirp's DHCP server answers the guest (ABI 1.2)
+	TCPPath             TCPPath // which stack carries the guest's TCP (ABI 1.2)
+	OutboundAddr        string  // host IPv4 address to bind outbound connections to
+	OutboundAddr6       string  // host IPv6 address to bind outbound connections to
+	MACAddress          string  // tap MAC; "" lets the kernel choose
 	HandoverTimeout     time.Duration
 	Log                 LogFunc // nil drops the library's messages
 	// ABI 1.3: 0 takes the library's default (16384 flows, 20000 new
@@ -39,6 +39,61 @@ type Config struct {
 	MaxFlows          int
 	MaxNewFlowsPerSec int
 	DisableSandbox    bool
+}
+
+// TCPPath is an RKNP_TCP_PATH_* value (ABI 1.2). Its text form is the
+// --plugin-tcp flag's: "" for TCPPathDefault, "fast", "slirp".
+type TCPPath uint8
+
+const (
+	// TCPPathDefault is the library's choice: the fast path since ABI 1.3,
+	// libslirp in 1.2.
+	TCPPathDefault TCPPath = C.RKNP_TCP_PATH_DEFAULT
+	// TCPPathFast gives each guest connection its own host socket (where
+	// the kernel allows it; else libslirp carries it).
+	TCPPathFast TCPPath = C.RKNP_TCP_PATH_FAST
+	// TCPPathSlirp leaves all TCP to libslirp.
+	TCPPathSlirp TCPPath = C.RKNP_TCP_PATH_SLIRP
+)
+
+var tcpPathNames = map[TCPPath]string{TCPPathDefault: "", TCPPathFast: "fast", TCPPathSlirp: "slirp"}
+
+// String is the text ParseTCPPath reads back; a value outside the
+// constants prints as TCPPath(N).
+func (p TCPPath) String() string {
+	if s, ok := tcpPathNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("TCPPath(%d)", uint8(p))
+}
+
+// valid reports whether p is one of the constants, the values the C ABI
+// defines.
+func (p TCPPath) valid() bool {
+	_, ok := tcpPathNames[p]
+	return ok
+}
+
+// ParseTCPPath reads a --plugin-tcp value. A wrong one is an invalid
+// argument, as the library would call it.
+func ParseTCPPath(s string) (TCPPath, error) {
+	for p, name := range tcpPathNames {
+		if name == s {
+			return p, nil
+		}
+	}
+	return TCPPathDefault, &Error{Code: CodeInvalidArgument,
+		Message: fmt.Sprintf("invalid TCP path %q: must be \"fast\" or \"slirp\"", s)}
+}
+
+// Set is ParseTCPPath into p, which makes *TCPPath a flag.Value.
+func (p *TCPPath) Set(s string) error {
+	parsed, err := ParseTCPPath(s)
+	if err != nil {
+		return err
+	}
+	*p = parsed
+	return nil
 }
 
 // cConfig is a filled rknp_config plus the C strings it points to.
@@ -67,15 +122,14 @@ func (cc *cConfig) free() {
 // (its messages name the option); only values C cannot carry fail here.
 func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	// A library older than 1.2 would silently ignore these fields.
-	if _, minor := l.ABIVersion(); (cfg.EnableDHCP || cfg.TCPPath != "") && minor < 2 {
+	if _, minor := l.ABIVersion(); (cfg.EnableDHCP || cfg.TCPPath != TCPPathDefault) && minor < 2 {
 		return nil, fmt.Errorf("enable DHCP and TCP path need ABI 1.2, the plugin has 1.%d: %w", minor, ErrUnsupported)
 	}
 	if _, minor := l.ABIVersion(); (cfg.MaxFlows != 0 || cfg.MaxNewFlowsPerSec != 0 || cfg.DisableSandbox) && minor < 3 {
 		return nil, fmt.Errorf("flow limits and disabling the sandbox need ABI 1.3, the plugin has 1.%d: %w", minor, ErrUnsupported)
 	}
-	tcpPath, ok := map[string]C.uint8_t{"": C.RKNP_TCP_PATH_DEFAULT, "fast": C.RKNP_TCP_PATH_FAST, "slirp": C.RKNP_TCP_PATH_SLIRP}[cfg.TCPPath]
-	if !ok {
-		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP path %q: must be \"fast\" or \"slirp\"", cfg.TCPPath)}
+	if !cfg.TCPPath.valid() {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP path %v", cfg.TCPPath)}
 	}
 	cc := &cConfig{}
 	if st := C.rknp_go_config_init(l.api, &cc.c); st != C.RKNP_OK {
@@ -104,7 +158,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.disable_dns = cbool(cfg.DisableDNS)
 	cc.c.disable_offload = cbool(cfg.DisableOffload)
 	cc.c.enable_dhcp = cbool(cfg.EnableDHCP)
-	cc.c.tcp_path = tcpPath
+	cc.c.tcp_path = C.uint8_t(cfg.TCPPath)
 	cc.c.disable_sandbox = cbool(cfg.DisableSandbox)
 	for _, lim := range []struct {
 		name string

@@ -27,8 +27,9 @@
 // state directory and the child's PID, then carry Parent.Opaque to the
 // child. In the child: Library.ChildConfigure with those pairs creates the
 // tap and hands it to the parent. Package
-// github.com/rknp/rknp/go-bindings/network/plugin wraps both halves as a
-// rootlesskit network driver.
+// github.com/rknp/rknp/go-bindings/network/rknp wraps both halves as a
+// rootlesskit network driver, and .../port/rknp its forwards as a port
+// driver.
 //
 // Errors from the library are *Error values with a Code (see CodeOf),
 // wrapped with context.

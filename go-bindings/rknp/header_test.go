@@ -3,7 +3,8 @@
 package rknp
 
 // Keeps the module's copy of the C header identical to the repository's
-// abi/rknp.h, the one the library is built from.
+// abi/rknp.h, the one the library is built from. The only check of the
+// copy: `go test ./...` runs it for Go developers and in the test command.
 
 import (
 	"bytes"

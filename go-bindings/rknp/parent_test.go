@@ -25,7 +25,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{CIDR: "bogus"}, "cidr"},
 		{Config{IfName: "this-name-is-too-long"}, "ifname"},
 		{Config{MACAddress: "zz"}, "mac"},
-		{Config{TCPPath: "turbo"}, "tcp path"},
+		{Config{TCPPath: 7}, "tcp path"},
 	} {
 		_, err := l.NewParent(tc.cfg)
 		if err == nil {

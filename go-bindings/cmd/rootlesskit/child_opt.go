@@ -17,7 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	"github.com/rknp/rknp/go-bindings/network/plugin"
+	"github.com/rknp/rknp/go-bindings/network/rknp"
 )
 
 // childOpt builds the child's options. The child is this binary
@@ -75,7 +75,7 @@ func newChildNetDriver(name, pluginPath string) (network.ChildDriver, error) {
 	case "host", "none":
 		return nil, nil
 	case "plugin":
-		return plugin.NewChildDriver(pluginPath), nil
+		return rknp.NewChildDriver(pluginPath), nil
 	case "pasta":
 		return pasta.NewChildDriver(), nil
 	case "slirp4netns":

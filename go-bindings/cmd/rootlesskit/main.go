@@ -18,8 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
-	"github.com/rknp/rknp/go-bindings/rknp"
+	"github.com/rknp/rknp/go-bindings/network/rknp"
 )
 
 // Environment keys shared by parent and child. The undocumented ones must
@@ -141,10 +140,10 @@ func run(c *cli.Context, r role) error {
 func printVersion(c *cli.Context) {
 	fmt.Fprintf(c.App.Writer, "%s version %s\n", c.App.Name, c.App.Version)
 	path := c.String("net-plugin")
-	lib, err := rknp.Open(path)
+	description, err := rknp.Describe(path)
 	if err != nil {
 		fmt.Fprintf(c.App.Writer, "plugin: %s: not loadable: %v\n", path, err)
 		return
 	}
-	fmt.Fprintf(c.App.Writer, "plugin: %s\n", netplugin.Describe(lib))
+	fmt.Fprintf(c.App.Writer, "plugin: %s\n", description)
 }

@@ -19,8 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	"github.com/rknp/rknp/go-bindings/network/plugin"
-	"github.com/rknp/rknp/go-bindings/rknp"
+	"github.com/rknp/rknp/go-bindings/network/rknp"
 )
 
 // newParentNetDriver builds the parent half of --net (nil for host).
@@ -117,29 +116,32 @@ func newParentNetDriver(c *cli.Context, nf netFlags, stateDir string) (network.P
 // newPluginParent maps the flags onto the plugin's configuration; the
 // library validates the values and names the offending option.
 func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) {
-	cfg := rknp.Config{
-		MTU:                 nf.mtu,
-		IfName:              nf.ifname,
-		DisableHostLoopback: nf.disableHostLoopback,
-		IPv6:                nf.ipv6,
-		IPv6Address:         c.String("plugin-ipv6-address"),
-		DisableDNS:          c.Bool("plugin-disable-dns"),
-		DisableOffload:      c.Bool("plugin-disable-offload"),
-		EnableDHCP:          c.Bool("plugin-enable-dhcp"),
-		TCPPath:             c.String("plugin-tcp"),
-		DisableSandbox:      c.Bool("plugin-disable-sandbox"),
-		OutboundAddr:        c.String("plugin-outbound-addr"),
-		OutboundAddr6:       c.String("plugin-outbound-addr6"),
-		MACAddress:          c.String("plugin-mac-address"),
-		MaxFlows:            c.Int("plugin-max-flows"),
-		MaxNewFlowsPerSec:   c.Int("plugin-max-new-flows-per-sec"),
-	}
+	opt := rknp.ParentOpt{PluginPath: c.String("net-plugin")}
+	opt.MTU = nf.mtu
+	opt.IfName = nf.ifname
+	opt.DisableHostLoopback = nf.disableHostLoopback
+	opt.IPv6 = nf.ipv6
+	opt.IPv6Address = c.String("plugin-ipv6-address")
+	opt.DisableDNS = c.Bool("plugin-disable-dns")
+	opt.DisableOffload = c.Bool("plugin-disable-offload")
+	opt.EnableDHCP = c.Bool("plugin-enable-dhcp")
+	opt.DisableSandbox = c.Bool("plugin-disable-sandbox")
+	opt.OutboundAddr = c.String("plugin-outbound-addr")
+	opt.OutboundAddr6 = c.String("plugin-outbound-addr6")
+	opt.MACAddress = c.String("plugin-mac-address")
+	opt.MaxFlows = c.Int("plugin-max-flows")
+	opt.MaxNewFlowsPerSec = c.Int("plugin-max-new-flows-per-sec")
 	if nf.cidr != nil {
-		cfg.CIDR = nf.cidr.String()
+		opt.CIDR = nf.cidr.String()
 	}
-	d, err := plugin.NewParentDriver(plugin.ParentOpt{PluginPath: c.String("net-plugin"), Config: cfg})
+	// The one value parsed here rather than by the library: the Go type
+	// is the C enum.
+	if err := opt.TCPPath.Set(c.String("plugin-tcp")); err != nil {
+		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): %w", opt.PluginPath, err)
+	}
+	d, err := rknp.NewParentDriver(opt)
 	if err != nil {
-		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): %w", c.String("net-plugin"), err)
+		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): %w", opt.PluginPath, err)
 	}
 	return d, nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
+	"github.com/rknp/rknp/go-bindings/network/rknp"
 )
 
 // netFlags are the driver-independent network flags, validated once.
@@ -70,7 +70,7 @@ func parentOpt(c *cli.Context) (parent.Opt, error) {
 	}
 	// With --net=plugin, `rootlessctl info` names the plugin (path and
 	// versions) in the port driver's extra details.
-	opt.PortDriver = netplugin.WithPluginInfo(opt.PortDriver, opt.NetworkDriver)
+	opt.PortDriver = rknp.WithPluginInfo(opt.PortDriver, opt.NetworkDriver)
 	for _, s := range c.StringSlice("publish") {
 		spec, err := portutil.ParsePortSpec(s)
 		if err != nil {

@@ -17,15 +17,14 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
-	portplugin "github.com/rknp/rknp/go-bindings/port/plugin"
+	"github.com/rknp/rknp/go-bindings/port/rknp"
 )
 
 // checkPortDriverNet refuses port drivers that need a particular network
 // driver, before any driver is built (so the message names the real
 // problem rather than, say, a missing slirp4netns binary).
 func checkPortDriverNet(portDriver, netDriver string) error {
-	if portDriver == portplugin.DriverName && netDriver != "plugin" {
+	if portDriver == rknp.DriverName && netDriver != "plugin" {
 		return fmt.Errorf("port driver %q requires --net=plugin (got --net=%s); use --port-driver=builtin with other networks",
 			portDriver, netDriver)
 	}
@@ -39,15 +38,15 @@ func checkPortDriverNet(portDriver, netDriver string) error {
 func newParentPortDriver(c *cli.Context, nf netFlags, stateDir string, netDriver network.ParentDriver) (port.ParentDriver, error) {
 	haveNet := netDriver != nil
 	switch s := c.String("port-driver"); s {
-	case portplugin.DriverName:
+	case rknp.DriverName:
 		if err := checkPortDriverNet(s, nf.driver); err != nil {
 			return nil, err
 		}
-		p, err := netplugin.ForwardingParent(netDriver)
+		d, err := rknp.NewParentDriver(debugWriter{"port/plugin"}, netDriver)
 		if err != nil {
 			return nil, fmt.Errorf("port driver %q: %w", s, err)
 		}
-		return portplugin.NewParentDriver(debugWriter{"port/plugin"}, p)
+		return d, nil
 	case "none":
 		if len(c.StringSlice("publish")) != 0 {
 			return nil, fmt.Errorf("port driver %q does not support publishing ports", s)
@@ -105,8 +104,8 @@ func newChildPortDriver(s string) (port.ChildDriver, error) {
 		return slirp4netnsport.NewChildDriver(), nil
 	case "builtin":
 		return builtin.NewChildDriver(debugWriter{"port/builtin"}), nil
-	case portplugin.DriverName:
-		return portplugin.NewChildDriver(), nil
+	case rknp.DriverName:
+		return rknp.NewChildDriver(), nil
 	case "gvisor-tap-vsock":
 		return gvisortapvsockport.NewChildDriver(), nil
 	case "pesto":

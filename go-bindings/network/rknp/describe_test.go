@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"regexp"
 	"testing"
 
@@ -57,8 +59,11 @@ func TestWithPluginInfo(t *testing.T) {
 		t.Fatalf("libslirp %q, the ABI's network says %q", info.Extra[ExtraLibslirpVersion], pd.net.LibslirpVersion)
 	}
 	want := regexp.MustCompile(`^.+: rknp [0-9.]+ \(libslirp ` + regexp.QuoteMeta(pd.net.LibslirpVersion) + `\), ABI 1\.[0-9]+$`)
-	if s := Describe(pd.lib); !want.MatchString(s) {
-		t.Fatalf("Describe: %q", s)
+	if s, err := Describe(pluginPath(t)); err != nil || !want.MatchString(s) {
+		t.Fatalf("Describe: %q, %v", s, err)
+	}
+	if _, err := Describe("/nonexistent/librknp.so.1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Describe of a missing file: %v", err)
 	}
 	// A library before ABI 1.3 has no libslirp_version: the version
 	// string's "(libslirp X)" is used.

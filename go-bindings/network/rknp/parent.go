@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 import (
 	"context"
@@ -19,10 +19,12 @@ import (
 // DriverName is the name reported by the API (`rootlessctl info`).
 const DriverName = "plugin"
 
-// ParentOpt configures the parent driver.
+// ParentOpt configures the parent driver. The library's Config is
+// embedded, so its fields (opt.MTU, opt.TCPPath, ...) are set here
+// directly; Log defaults to logrus.
 type ParentOpt struct {
-	PluginPath string      // "" for the linked library (rknp_link builds)
-	Config     rknp.Config // Config.Log defaults to logrus
+	PluginPath string // "" for the linked library (rknp_link builds)
+	rknp.Config
 }
 
 type parentDriver struct {
@@ -98,7 +100,7 @@ func (d *parentDriver) ConfigureNetwork(childPID int, stateDir, detachedNetNSPat
 func (d *parentDriver) close() error { return d.parent.Close() }
 
 // ForwardingParent returns the rknp parent behind d, for the plugin port
-// driver (port/plugin) to add forwards through. d must come from
+// driver (port/rknp) to add forwards through. d must come from
 // NewParentDriver and its library must implement port forwarding. The
 // forwards work from ConfigureNetwork until rootlesskit's network cleanup
 // closes the parent.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 import (
 	"context"
@@ -15,9 +15,11 @@ import (
 	"sync"
 
 	"github.com/rootless-containers/rootlesskit/v3/pkg/api"
+	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port/portutil"
 
+	netrknp "github.com/rknp/rknp/go-bindings/network/rknp" // this package and the loader are rknp too
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
 
@@ -31,9 +33,10 @@ const ExtraSourceIPPropagated = "sourceIPPropagated"
 // ErrStopped is returned by AddPort once the driver has been shut down.
 var ErrStopped = errors.New("plugin port driver is stopped")
 
-// Forwarder is the forwarding half of a running *rknp.Parent (see
-// network/plugin.ForwardingParent). Its methods must be thread-safe.
-type Forwarder interface {
+// forwarder is the forwarding half of a running *rknp.Parent (what
+// network/rknp.ForwardingParent returns; tests fake it). Its methods must
+// be thread-safe.
+type forwarder interface {
 	AddForward(f rknp.Forward) (uint32, error)
 	RemoveForward(id uint32) error
 }
@@ -47,7 +50,7 @@ type published struct {
 
 type driver struct {
 	logWriter io.Writer
-	fwd       Forwarder
+	fwd       forwarder
 
 	mu      sync.Mutex // guards the fields below and orders library calls
 	ports   map[int]*published
@@ -60,18 +63,26 @@ var (
 	_ io.Closer         = (*driver)(nil)
 )
 
-// NewParentDriver returns the parent half of --port-driver=plugin; fwd is
-// the rknp parent of the plugin network driver. The driver also
-// implements io.Closer (idempotent): Close removes every forward, as
-// RunParentDriver does when it is told to quit.
-func NewParentDriver(logWriter io.Writer, fwd Forwarder) (port.ParentDriver, error) {
-	if fwd == nil {
-		return nil, errors.New("plugin port driver: no rknp parent (requires --net=plugin)")
+// NewParentDriver returns the parent half of --port-driver=plugin, which
+// forwards through the stack of netDriver, a parent driver from
+// network/rknp.NewParentDriver (any other driver, or a library without
+// port forwarding, is an error: that of netrknp.ForwardingParent). The
+// driver also implements io.Closer (idempotent): Close removes every
+// forward, as RunParentDriver does when it is told to quit.
+func NewParentDriver(logWriter io.Writer, netDriver network.ParentDriver) (port.ParentDriver, error) {
+	fwd, err := netrknp.ForwardingParent(netDriver)
+	if err != nil {
+		return nil, err
 	}
+	return newDriver(logWriter, fwd), nil
+}
+
+// newDriver is the driver on fwd, an rknp parent or a test's fake.
+func newDriver(logWriter io.Writer, fwd forwarder) *driver {
 	if logWriter == nil {
 		logWriter = io.Discard
 	}
-	return &driver{logWriter: logWriter, fwd: fwd, ports: make(map[int]*published), nextID: 1}, nil
+	return &driver{logWriter: logWriter, fwd: fwd, ports: make(map[int]*published), nextID: 1}
 }
 
 func (d *driver) Info(ctx context.Context) (*api.PortDriverInfo, error) {

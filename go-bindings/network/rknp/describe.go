@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 // What the plugin driver tells about the library it loaded: one line for
 // logs and --version, and PortDriverInfo.Extra keys for `rootlessctl info`
@@ -51,16 +51,21 @@ func describe(lib *rknp.Library, libslirp string) string {
 	return fmt.Sprintf("%s: rknp %s (libslirp %s), ABI %d.%d", path, version, libslirp, major, minor)
 }
 
-// Describe is describe for a library not running a network (--version):
-// a parent with the default configuration, never started, tells the
-// libslirp version.
-func Describe(lib *rknp.Library) string {
+// Describe loads the plugin at pluginPath ("" for the linked library) and
+// describes it as describe does, for a library not running a network
+// (--version): a parent with the default configuration, never started,
+// tells the libslirp version. The error is rknp.Open's, unwrapped.
+func Describe(pluginPath string) (string, error) {
+	lib, err := rknp.Open(pluginPath)
+	if err != nil {
+		return "", err
+	}
 	var n rknp.Network
 	if p, err := lib.NewParent(rknp.Config{}); err == nil {
 		n, _ = p.Network()
 		p.Close()
 	}
-	return describe(lib, libslirpVersion(lib, n))
+	return describe(lib, libslirpVersion(lib, n)), nil
 }
 
 // WithPluginInfo wraps the port driver pd (any driver, nil for none) so

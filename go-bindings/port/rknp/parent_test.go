@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 import (
 	"context"
@@ -73,18 +73,14 @@ func (f *fakeForwarder) keys() []string {
 	return out
 }
 
-func newTestDriver(t *testing.T, f Forwarder) *driver {
+func newTestDriver(t *testing.T, f forwarder) *driver {
 	t.Helper()
-	d, err := NewParentDriver(nil, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.(*driver)
+	return newDriver(nil, f)
 }
 
-func TestNewParentDriverNil(t *testing.T) {
-	if _, err := NewParentDriver(nil, nil); err == nil || !strings.Contains(err.Error(), "--net=plugin") {
-		t.Fatalf("want an error naming --net=plugin, got %v", err)
+func TestNewParentDriverNotRknp(t *testing.T) {
+	if _, err := NewParentDriver(nil, nil); err == nil || !strings.Contains(err.Error(), "not the plugin network driver") {
+		t.Fatalf("want an error for a network driver that is not rknp's, got %v", err)
 	}
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin_test
+package rknp_test
 
 // Runs the example against the built library and checks what it prints
 // (skips, like the other tests, when no library is built).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin_test
+package rknp_test
 
 // An example of the plugin as rootlesskit's network driver;
 // examples_run_test.go runs it against the built library.
@@ -11,23 +11,25 @@ import (
 	"log"
 	"os"
 
-	"github.com/rknp/rknp/go-bindings/network/plugin"
-	"github.com/rknp/rknp/go-bindings/rknp"
+	"github.com/rknp/rknp/go-bindings/network/rknp"
 )
 
 // The parent half of --net=plugin, driven the way rootlesskit's parent
 // drives it: rootlesskit calls ConfigureNetwork once the child process
 // exists (here this process stands in for it) and sends the message to the
-// child, whose driver (plugin.NewChildDriver) creates the tap from it.
+// child, whose driver (rknp.NewChildDriver) creates the tap from it.
 // Programs built on rootlesskit's packages set
 // parent.Opt.NetworkDriver = d and child.Opt.NetworkDriver =
-// plugin.NewChildDriver(path) instead of calling these methods.
+// rknp.NewChildDriver(path) instead of calling these methods. The
+// library's configuration is embedded in ParentOpt (opt.MTU here).
 func ExampleNewParentDriver() {
 	path := os.Getenv("RKNP_PLUGIN") // e.g. /usr/local/lib/librknp.so.1
 	if path == "" {
 		path = "librknp.so.1"
 	}
-	d, err := plugin.NewParentDriver(plugin.ParentOpt{PluginPath: path, Config: rknp.Config{MTU: 1500}})
+	opt := rknp.ParentOpt{PluginPath: path}
+	opt.MTU = 1500
+	d, err := rknp.NewParentDriver(opt)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package plugin
+package rknp
 
 import (
 	"context"
 	"errors"
-	"github.com/rknp/rknp/go-bindings/internal/testplugin"
 	"net"
 	"os"
 	"strconv"
@@ -13,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rootless-containers/rootlesskit/v3/pkg/network"
 	"github.com/rootless-containers/rootlesskit/v3/pkg/port"
 
-	netplugin "github.com/rknp/rknp/go-bindings/network/plugin"
+	"github.com/rknp/rknp/go-bindings/internal/testplugin"
+	netrknp "github.com/rknp/rknp/go-bindings/network/rknp"
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
 
@@ -24,16 +23,16 @@ func pluginPath(t *testing.T) string { return testplugin.Path(t) }
 
 // liveDriver is the port driver on a started plugin network driver (the
 // stack runs without a child: host sockets are bound, nothing is
-// delivered). tcpPath "fast": the TCP fast path owns TCP forwards'
-// listeners (where the kernel supports it), "" libslirp.
-func liveDriver(t *testing.T, tcpPath string) port.ParentDriver {
+// delivered). With TCPPathFast the TCP fast path owns TCP forwards'
+// listeners (where the kernel supports it).
+func liveDriver(t *testing.T, tcpPath rknp.TCPPath) port.ParentDriver {
 	t.Helper()
-	nd, err := netplugin.NewParentDriver(netplugin.ParentOpt{PluginPath: pluginPath(t),
+	nd, err := netrknp.NewParentDriver(netrknp.ParentOpt{PluginPath: pluginPath(t),
 		Config: rknp.Config{TCPPath: tcpPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwd, err := netplugin.ForwardingParent(nd)
+	d, err := NewParentDriver(nil, nd)
 	if errors.Is(err, rknp.ErrUnsupported) {
 		t.Skip(err)
 	}
@@ -49,11 +48,7 @@ func liveDriver(t *testing.T, tcpPath string) port.ParentDriver {
 			t.Error(err)
 		}
 	})
-	d, err := NewParentDriver(nil, fwd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.(*driver).Close() })
+	t.Cleanup(func() { d.(*driver).Close() }) // runs first
 	return d
 }
 
@@ -75,20 +70,13 @@ func dial(port int) error {
 	return err
 }
 
-func TestForwardingParentOtherDriver(t *testing.T) {
-	var other network.ParentDriver
-	if _, err := netplugin.ForwardingParent(other); err == nil {
-		t.Fatal("accepted a nil driver")
-	}
-}
-
 func TestLive(t *testing.T) {
-	for _, path := range []string{"", "fast"} {
-		t.Run("tcp-path="+path, func(t *testing.T) { testLive(t, path) })
+	for _, path := range []rknp.TCPPath{rknp.TCPPathDefault, rknp.TCPPathFast} {
+		t.Run("tcp-path="+path.String(), func(t *testing.T) { testLive(t, path) })
 	}
 }
 
-func testLive(t *testing.T, tcpPath string) {
+func testLive(t *testing.T, tcpPath rknp.TCPPath) {
 	d := liveDriver(t, tcpPath)
 	ctx := context.Background()
 	hp := freePort(t)
