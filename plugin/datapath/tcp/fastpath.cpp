@@ -62,19 +62,6 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
     if (probe) {
         int zero = 0;
         enabled_ = ::setsockopt(probe.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
-        // The window we give the guest is what the host socket's send
-        // buffer has free, and a connection starts with a buffer of about
-        // 20 segments (69 KiB at MSS 1448). The kernel grows it only for
-        // a writer that found it full, which we never are (the guest sends
-        // what fits), so it would stay there: a 50 KiB window whatever the
-        // path. Instead each socket gets the largest buffer an unprivileged
-        // process may set (twice net.core.wmem_max, asked for 4 MiB like
-        // pasta), measured here once.
-        int want = 4 << 20, got = 0;
-        socklen_t len = sizeof got;
-        if (::setsockopt(probe.get(), SOL_SOCKET, SO_SNDBUF, &want, sizeof want) == 0 &&
-            ::getsockopt(probe.get(), SOL_SOCKET, SO_SNDBUF, &got, &len) == 0)
-            sndbuf_ = got;
     }
 }
 

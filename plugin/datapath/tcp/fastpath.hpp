@@ -114,7 +114,7 @@ private:
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
-        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu, sndbuf_};
+        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu};
     }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
@@ -144,7 +144,6 @@ private:
 
     FastPathConfig cfg_;
     bool enabled_ = false;
-    int sndbuf_ = 0; // FlowContext::sndbuf
     UniqueFd ep_;
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;

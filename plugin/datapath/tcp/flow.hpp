@@ -55,9 +55,6 @@ struct FlowContext {
     int epfd;
     int64_t now; // ms, monotonic
     uint32_t mtu;
-    // SO_SNDBUF a host socket gets once connected when it has less (0:
-    // left alone); see FastPath's constructor.
-    int sndbuf;
     // Set by a flow that has a frame for a guest whose MAC is unknown.
     bool want_guest_mac = false;
 };

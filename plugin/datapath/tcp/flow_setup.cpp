@@ -57,18 +57,6 @@ bool setup_socket(int fd) {
     return ::setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
 }
 
-// Once connected (the kernel sizes the buffer from the MSS then): raises
-// the send buffer to sndbuf unless it is that large already (loopback's
-// MSS of 64 KiB starts it at over 1 MiB). Setting it stops the kernel's
-// autotuning, which never runs for us anyway (see FastPath's constructor).
-void raise_sndbuf(int fd, int sndbuf) {
-    int cur = 0;
-    socklen_t len = sizeof cur;
-    if (sndbuf > 0 && ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cur, &len) == 0 &&
-        cur < sndbuf)
-        set_int(fd, SOL_SOCKET, SO_SNDBUF, sndbuf / 2); // the kernel doubles it
-}
-
 } // namespace
 
 bool Flow::open(FlowContext &c, const Open &o) {
@@ -121,7 +109,6 @@ bool Flow::open(FlowContext &c, const Open &o) {
 
 
 void Flow::connected(FlowContext &c) {
-    raise_sndbuf(sock_.get(), c.sndbuf);
     v_.state = State::SynAckSent;
     set_epoll(c, kEstablishedEvents, false);
     if (closed()) return;
@@ -170,7 +157,6 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
         close(c, Reset::Host);
         return;
     }
-    raise_sndbuf(sock_.get(), c.sndbuf);
     // Until the guest answers only errors and hang-ups (always reported)
     // matter: data the host client sends waits in the socket.
     set_epoll(c, 0, true);
