@@ -40,12 +40,6 @@ bool finish_checksum(TapFrame &f) {
     return complete_checksum(f.eth, f.hdr);
 }
 
-std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet) {
-    TapFrame f = split_tap_frame(raw, vnet);
-    if (!finish_checksum(f)) return {};
-    return f.eth;
-}
-
 VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
                          size_t l4_len, bool ipv6) {
     const uint8_t *ip = f + l3_off;

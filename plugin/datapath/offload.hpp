@@ -53,11 +53,6 @@ TapFrame split_tap_frame(std::span<uint8_t> raw, bool vnet);
 // payload to a host socket, so its frames skip the pass over every byte.
 bool finish_checksum(TapFrame &f);
 
-// split_tap_frame and finish_checksum at once, for slirp_input: the
-// Ethernet frame, or an empty span if the frame must be dropped. IPv4
-// fragments still need Ipv4Reassembler (reassembly.hpp).
-std::span<uint8_t> prepare_guest_frame(std::span<uint8_t> raw, bool vnet);
-
 // Makes the TCP checksum of a guest-bound segment partial: writes the
 // pseudo-header sum of its l4_len bytes into the checksum field of the
 // headers at f (IP at l3_off, a 20-byte TCP header ending at hdr_len) and

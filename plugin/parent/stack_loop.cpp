@@ -12,7 +12,6 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
-#include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
 #include "handover/server.hpp"
 
@@ -55,17 +54,21 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
-      slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()) {
-    inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
-    if (!cfg.tcp_fast_path) return;
-    tcp::FastPathConfig fc = fast_path_config(cfg);
-    fc.admit_flow = [this] { return admit_fast_flow(); };
-    fast_.emplace(std::move(fc));
-    if (!fast_->enabled()) {
-        cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
-                         "TCP (Linux < 6.9); libslirp carries all TCP");
-        fast_.reset();
-    }
+      fast_(make_fast_path()),
+      slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
+      ingress_(cfg.cidr, stats, limits_, fast_.get(),
+               [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {}
+
+std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
+    if (!cfg_.tcp_fast_path) return nullptr;
+    tcp::FastPathConfig fc = fast_path_config(cfg_);
+    // Called only from guest frames, once ingress_ exists.
+    fc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
+    auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
+    if (fast->enabled()) return fast;
+    cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
+                     "TCP (Linux < 6.9); libslirp carries all TCP");
+    return nullptr;
 }
 
 void StackLoop::flush_fast_path() {
@@ -120,18 +123,6 @@ void StackLoop::forwards_to_slirp() {
         }
     }
     fast_forwards_.clear();
-}
-
-tcp::Admission StackLoop::admit_fast_flow() {
-    switch (limits_.admit(fast_->flows(), uint64_t(monotonic_ms()))) {
-    case FlowLimits::Admit::Ok:
-        return tcp::Admission::Accept;
-    case FlowLimits::Admit::Full:
-        return tcp::Admission::Reset;
-    case FlowLimits::Admit::RateLimited:
-        break;
-    }
-    return tcp::Admission::Drop;
 }
 
 void StackLoop::publish_stats() {
@@ -236,7 +227,9 @@ void StackLoop::drain_tap() {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
         case TapRead::Frame:
-            input_frame(len);
+            if (ingress_.input({frame_.data(), len}, tap_.vnet_hdr(),
+                               monotonic_ms()) == GuestIngress::Outcome::FastPath)
+                flush_fast_path();
             break;
         case TapRead::Truncated: // counted by TapIo; no real frame is that long
         case TapRead::DropOne:   // one bad frame, the tap is fine
@@ -249,58 +242,6 @@ void StackLoop::drain_tap() {
             return;
         }
     }
-}
-
-void StackLoop::input_frame(size_t n) {
-    TapFrame tap_frame = split_tap_frame({frame_.data(), n}, tap_.vnet_hdr());
-    std::span<uint8_t> frame = tap_frame.eth;
-    if (frame.empty()) {
-        Stats::add(stats_.frames_dropped, 1);
-        return;
-    }
-    if (!libslirp_ethertype(frame) ||
-        !guest_source_allowed(frame, cfg_.cidr, prefix6_) ||
-        router_message_from_guest(frame)) {
-        Stats::add(stats_.frames_dropped, 1);
-        Stats::add(stats_.frames_filtered, 1);
-        return;
-    }
-    // The checksum is finished once the frame is known not to be the fast
-    // path's (it never needs it); fragments are checked whole first.
-    uint32_t frames = 1;
-    if (is_ipv4_fragment(frame)) { // libslirp must never see one
-        if (!finish_checksum(tap_frame)) {
-            Stats::add(stats_.frames_dropped, 1);
-            return;
-        }
-        auto o = reassembler_.add(frame, monotonic_ms());
-        Stats::add(stats_.frames_dropped, o.dropped);
-        if (o.datagram.empty()) return;
-        frame = o.datagram;
-        frames = o.fragments;
-    }
-    if (fast_ && tap_.vnet_hdr() &&
-        fast_->guest_frame(frame) == tcp::Verdict::Consumed) {
-        Stats::add(stats_.frames_from_tap, frames);
-        Stats::add(stats_.bytes_from_tap, frame.size());
-        flush_fast_path();
-        return;
-    }
-    if (!finish_checksum(tap_frame)) {
-        Stats::add(stats_.frames_dropped, 1);
-        return;
-    }
-    strip_urgent(frame); // also in reassembled datagrams
-    Stats::add(stats_.frames_from_tap, frames);
-    Stats::add(stats_.bytes_from_tap, frame.size());
-    // A frame that would cost libslirp a host socket beyond the limits
-    // never reaches it (counted by FlowLimits, not as a dropped frame).
-    if (!limits_.begin_slirp_input(frame, cfg_.cidr,
-                                   fast_ ? fast_->flows() : 0,
-                                   uint64_t(monotonic_ms())))
-        return;
-    slirp_.input(frame);
-    limits_.end_slirp_input();
 }
 
 void StackLoop::run() {

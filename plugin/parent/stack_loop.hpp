@@ -2,9 +2,9 @@
 
 // The stack thread's event loop: one poll over the wake-up eventfd, the
 // hand-over socket, the tap, the TCP fast path's epoll fd and libslirp's
-// host sockets; guest frames go tap -> offload/reassembly -> (TCP fast path
-// | libslirp), libslirp's replies -> coalescer -> tap, the fast path's
-// straight to the tap. Everything in here runs on the one stack thread; other threads only
+// host sockets; guest frames go through GuestIngress (filter, reassembly,
+// TCP fast path | libslirp), libslirp's replies -> coalescer -> tap, the
+// fast path's straight to the tap. Everything in here runs on the one stack thread; other threads only
 // touch the atomic Stats, the TaskQueue and the wake-up eventfd.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,11 +20,11 @@
 #include "common/fd.hpp"
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
-#include "datapath/reassembly.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "handover/server.hpp"
 #include "parent/flow_limits.hpp"
+#include "parent/guest_ingress.hpp"
 #include "slirp/poll_set.hpp"
 #include "slirp/adapter.hpp"
 #include "parent/task_queue.hpp"
@@ -59,12 +59,11 @@ private:
     void handover_refused(const std::string &why);
     void adopt_tap(handover::Accepted &&a);
     void drain_tap();
-    void input_frame(size_t len);
     void detach_tap(const std::string &why);
+    // With cfg.tcp_fast_path and a kernel that can run it; else nullptr.
+    std::unique_ptr<tcp::FastPath> make_fast_path();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
-    // The fast path's admission of a new flow (FlowLimits).
-    tcp::Admission admit_fast_flow();
     // Gauges and the fast path's counters into Stats, once a round; a
     // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();
@@ -80,17 +79,16 @@ private:
     TaskQueue &tasks_;
     TapIo tap_;
     Coalescer coalescer_;
-    Ipv4Reassembler reassembler_;
     PollSet polls_;
     std::vector<uint8_t> frame_;
-    in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
     FlowLimits limits_;  // before slirp_ and fast_, which point at it
     uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
     int64_t refusal_logged_ms_ = 0;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
-    std::optional<tcp::FastPath> fast_;
+    std::unique_ptr<tcp::FastPath> fast_;
     std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
-    SlirpAdapter slirp_; // last: destroyed first, it points at the above
+    SlirpAdapter slirp_; // points at the above
+    GuestIngress ingress_; // last: destroyed first, points at all of them
 };
 
 } // namespace rknp

@@ -245,6 +245,34 @@ put("frames", "tcp-wrap", bytes([0]) + rec(arp) + rec(tcp4(ISN, 0x02, opts=mss))
 put("frames", "tcp-echo-v6", bytes([2]) + rec(tcp6(77, 0x02, opts=mss)) + POLL + POLL +
     rec(tcp6(78, 0x10), 0x50) + rec(tcp6(78, 0x18, b"hello" * 100), 0x51) + POLL +
     rec(tcp6(578, 0x14), 0x51))
+# "fast-echo": the same through the TCP fast path (config bit 5 with vnet
+# headers), the data segment's checksum left partial as a guest's kernel
+# leaves it.
+put("frames", "fast-echo", bytes([0x21]) + rec(vnet(arp)) +
+    rec(vnet(tcp4(500, 0x02, opts=mss))) + POLL + POLL +
+    rec(vnet(tcp4(501, 0x10)), 0x50) +
+    rec(vnet(tcp4(501, 0x18, b"fast" * 100), flags=1, start=34, off=16), 0x51) +
+    POLL + POLL + rec(vnet(tcp4(901, 0x11)), 0x51) + POLL +
+    rec(vnet(tcp4(902, 0x10)), 0x53))
+
+
+# Flow limits (config bit 6: max_flows 4, 2 new flows a second): new TCP
+# and UDP flows from several source ports, for libslirp alone and with the
+# fast path taking the TCP ones; 300 ms apart, so that both the rate
+# and the cap refuse some.
+def syn_from(port):
+    return eth(GW_MAC, 0x0800, ipv4(6, G4, GW4, tcp(G4, GW4, port, 8080, 7000, 0, 0x02, opts=mss)))
+
+
+def udp_from(port):
+    return eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, port, 9, b"x" * 8)))
+
+
+put("frames", "flow-limits", bytes([0x40]) + b"".join(
+    rec(syn_from(41000 + i), 0x13) + rec(udp_from(42000 + i)) for i in range(6)))
+put("frames", "fast-flow-limits", bytes([0x61]) + b"".join(
+    rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i)))
+    for i in range(6)))
 # ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
 put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     struct.pack("<H", len(f)) + f for f in

@@ -1,219 +1,92 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Fuzz target: the frame path from the tap into the stack, as
-// StackLoop::input_frame runs it: prepare_guest_frame (strips the
-// virtio-net header, completes a partial checksum, drops bogus frames), IPv4
-// fragments through Ipv4Reassembler, ARP/IPv4/IPv6 from the guest's own
-// addresses only and URG cleared
-// (guest_filter.hpp), then slirp_input into a libslirp
-// instance configured like stack_loop.cpp's; libslirp's replies go through
-// the Coalescer like stack -> guest frames do. Every raw frame is also fed
-// to a second Coalescer directly, whose output is checked for consistency.
-// Guest TCP reaches real connections: the private namespace has listeners
-// on 127.0.0.1:8080 and [::1]:8080 (the gateway's port 8080) that accept,
-// echo what they read and close on a guest FIN, so reassembly, urgent data,
-// window and teardown paths run; the 4.7.0 reassembly-loop guard and the
-// router-message filter sit in front of libslirp as in SlirpAdapter.
+// Fuzz target: the frame path from the tap into the stack, through the
+// same GuestIngress the stack loop runs (parent/guest_ingress.hpp): the
+// virtio-net header split off, the guest filter, IPv4 reassembly, the TCP
+// fast path (on a tap with vnet headers, config bit 5), checksum
+// completion, URG cleared and FlowLimits admission, then libslirp through
+// the 4.7.0 reassembly-loop guard (ReassWrapGuard), as SlirpAdapter::input
+// does. libslirp's replies go through the Coalescer like stack -> guest
+// frames do; the fast path's frames, like libslirp's, are checked by
+// OutputCheck (lengths, partial checksums). Every raw frame is also fed to
+// a second Coalescer directly, whose output is checked for byte
+// conservation. Guest TCP reaches real connections: the private namespace
+// has listeners on 127.0.0.1:8080 and [::1]:8080 (the gateway's port 8080)
+// that accept, echo what they read and close on a guest FIN, so
+// reassembly, urgent data, window and teardown paths run in libslirp and
+// the fast path alike.
+//
+// What stays out, and why: SlirpAdapter and TapIo (this target owns its
+// libslirp instance to drive a simulated clock and to see libslirp's
+// sequence numbers; the instance is configured like SlirpAdapter's by
+// hand, the fast path like stack_loop.cpp's fast_path_config), the tap
+// itself (frames arrive as records), the stack loop's poll (host sockets
+// are polled when a record asks) and forwards.
 //
 // Input: one config byte, then records {op u8, len u16 LE, bytes}; a record
-// may be truncated by the end of the input. op bits 0-3: advance the clock
-// by n * 100 ms first; bit 4: poll host sockets afterwards; bit 5: add
-// 64 KiB to len (oversized frames are cut like read() into the tap buffer
-// would cut them); bit 6: a TCP segment's acknowledgement number is
-// replaced by the next sequence libslirp will send on that connection (its
-// checksum redone), as a guest that read the SYN-ACK would: libslirp is not
-// instrumented, so the fuzzer could not learn its ISN otherwise.
+// may be truncated by the end of the input. Config bits: 0 vnet headers,
+// 1 IPv6, 2 no DNS, 3 MTU 1500 (else 65520), 4 no host loopback, 5 the
+// TCP fast path (with vnet headers only, as in the stack loop), 6 tight
+// flow limits (max_flows 4, 2 new flows a second; else the defaults).
+// op bits 0-3: advance the clock by n * 100 ms first; bit 4: poll host
+// sockets afterwards; bit 5: add 64 KiB to len (oversized frames are cut
+// like read() into the tap buffer would cut them); bit 6: a TCP segment's
+// acknowledgement number is replaced by the next sequence the stack will
+// send on that connection (its checksum redone, left partial when the vnet
+// header asks for that), as a guest that read the SYN-ACK would: neither
+// libslirp nor the fast path is instrumented, so the fuzzer could not learn
+// their ISNs otherwise.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <slirp/libslirp.h>
 
-#include <cstring>
+#include <memory>
 #include <vector>
 
-#include "datapath/checksum.hpp"
-#include "fuzz_input.hpp"
-#include "net_isolation.hpp"
+#include "common/config.hpp"
 #include "datapath/coalescer.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
-#include "slirp/reass_wrap_guard.hpp"
 #include "datapath/reassembly.hpp"
-#include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/fastpath.hpp"
+#include "frames_rig.hpp"
+#include "fuzz_input.hpp"
+#include "net_isolation.hpp"
+#include "parent/flow_limits.hpp"
+#include "parent/guest_ingress.hpp"
 #include "slirp/queue_drain.hpp"
+#include "slirp/reass_wrap_guard.hpp"
 #include "slirp/timers.hpp"
 
 using namespace rknp;
+using namespace fuzz::frames;
 
 namespace {
 
 constexpr size_t kMaxRecords = 64;
 
-// Accounts for what a Coalescer emits and checks every frame with a
-// partial checksum (merged or not).
-struct OutputCheck final : GuestSink {
-    uint64_t bytes_in = 0, bytes_out = 0;
-
-    void write_frame(const VnetHdr &h, std::span<const uint8_t> head,
-                     std::span<const uint8_t> rest) override {
-        std::vector<uint8_t> f(head.begin(), head.end());
-        f.insert(f.end(), rest.begin(), rest.end());
-        if (h.gso_type == 0 && h.flags == 0) {
-            bytes_out += f.size();
-            return;
-        }
-        fuzz::require(h.flags == kVnetNeedsCsum, "flags other than NEEDS_CSUM");
-        fuzz::require(h.hdr_len < f.size() && f.size() <= 14 + 65535,
-                      "partial-checksum frame sizes");
-        bool v6;
-        if (h.gso_type == 0) { // one segment with a partial checksum
-            v6 = be16(f.data() + 12) == 0x86dd;
-            bytes_out += f.size();
-        } else {
-            fuzz::require(h.gso_type == kVnetGsoTcp4 || h.gso_type == kVnetGsoTcp6,
-                          "unknown gso type");
-            fuzz::require(h.gso_size > 0, "gso frame without gso_size");
-            size_t payload = f.size() - h.hdr_len;
-            size_t segs = (payload + h.gso_size - 1) / h.gso_size;
-            fuzz::require(segs >= 2, "gso frame of one segment");
-            bytes_out += f.size() + (segs - 1) * h.hdr_len;
-            v6 = h.gso_type == kVnetGsoTcp6;
-        }
-        // The IP length must cover the frame, and completing the partial
-        // checksum must give a valid TCP checksum.
-        size_t ip_len = v6 ? 40 + be16(f.data() + 18) : be16(f.data() + 16);
-        fuzz::require(14 + ip_len == f.size(), "IP length of merged frame");
-        std::vector<uint8_t> copy(f.begin(), f.end());
-        fuzz::require(complete_checksum(copy, h), "merged frame csum offsets");
-        size_t l4 = h.csum_start, l4_len = copy.size() - l4;
-        uint64_t sum = v6 ? csum_add(0, copy.data() + 22, 32)
-                          : csum_add(0, copy.data() + 26, 8);
-        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
-        sum = v6 ? csum_add(sum, tail, 8) : csum_add(sum, tail + 2, 2) ;
-        if (!v6) {
-            uint8_t proto[2] = {0, 6};
-            sum = csum_add(sum, proto, 2);
-            // Rebuilt for merged frames (a single one keeps its header).
-            if (h.gso_type != 0)
-                fuzz::require(csum_fold(csum_add(0, copy.data() + 14, 20)) == 0xffff,
-                              "IPv4 header checksum of merged frame");
-        }
-        sum = csum_add(sum, copy.data() + l4, l4_len);
-        fuzz::require(csum_fold(sum) == 0xffff, "TCP checksum of merged frame");
-    }
-};
-
-// The host side of guest TCP: listeners made once per process (inside the
-// private namespace) and the connections one input accepted.
-struct HostPeers {
-    int listen4 = -1, listen6 = -1;
-    std::vector<int> conns;
-
-    static int listen_on(int family) {
-        int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) fuzz::fail("listener socket");
-        int one = 1;
-        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_storage ss{};
-        socklen_t len;
-        if (family == AF_INET6) {
-            auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
-            a->sin6_family = AF_INET6;
-            a->sin6_addr = in6addr_loopback;
-            a->sin6_port = htons(8080);
-            len = sizeof *a;
-        } else {
-            auto *a = reinterpret_cast<sockaddr_in *>(&ss);
-            a->sin_family = AF_INET;
-            a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            a->sin_port = htons(8080);
-            len = sizeof *a;
-        }
-        if (::bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 ||
-            ::listen(fd, 64) < 0)
-            fuzz::fail("listener bind/listen");
-        return fd;
-    }
-    void open() {
-        listen4 = listen_on(AF_INET);
-        listen6 = listen_on(AF_INET6);
-    }
-    // Accepts what is pending, echoes what arrived, closes on EOF.
-    void serve() {
-        for (int l : {listen4, listen6})
-            for (int c; conns.size() < 32 &&
-                        (c = ::accept4(l, nullptr, nullptr,
-                                       SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;)
-                conns.push_back(c);
-        uint8_t buf[16384];
-        for (int &c : conns) {
-            if (c < 0) continue;
-            ssize_t n = ::recv(c, buf, sizeof buf, 0);
-            if (n > 0) (void)::send(c, buf, size_t(n), MSG_NOSIGNAL);
-            if (n == 0) {
-                ::close(c);
-                c = -1;
-            }
-        }
-    }
-    void close_all() {
-        for (int c : conns)
-            if (c >= 0) ::close(c);
-        conns.clear();
-    }
-};
-
 HostPeers peers;
 
-// Next sequence libslirp sends per connection, for the ack fix-up (a few
-// connections per input; the oldest is forgotten first).
-struct SentSeqs {
-    struct Entry {
-        uint8_t guest[16], remote[16];
-        uint16_t gport, rport;
-        uint32_t next;
-    };
-    std::vector<Entry> entries;
-
-    void note(std::span<const uint8_t> frame) {
-        tcp::Segment s;
-        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
-        uint32_t next = s.seq + uint32_t(s.payload.size()) +
-                        ((s.flags & (tcp::kSyn | tcp::kFin)) ? 1 : 0);
-        for (auto &e : entries)
-            if (!std::memcmp(e.guest, s.dst, 16) && !std::memcmp(e.remote, s.src, 16) &&
-                e.gport == s.dport && e.rport == s.sport) {
-                e.next = next;
-                return;
-            }
-        if (entries.size() == 8) entries.erase(entries.begin());
-        Entry e{};
-        std::memcpy(e.guest, s.dst, 16);
-        std::memcpy(e.remote, s.src, 16);
-        e.gport = s.dport, e.rport = s.sport, e.next = next;
-        entries.push_back(e);
-    }
-    // Rewrites the ack of a guest segment of a known connection.
-    void fix_ack(std::span<uint8_t> frame) const {
-        tcp::Segment s;
-        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
-        for (const auto &e : entries)
-            if (!std::memcmp(e.guest, s.src, 16) && !std::memcmp(e.remote, s.dst, 16) &&
-                e.gport == s.sport && e.rport == s.dport) {
-                uint8_t *th = frame.data() + 14 +
-                              (s.v6 ? 40 : size_t(frame[14] & 0x0f) * 4);
-                size_t seg_len = size_t(th[12] >> 4) * 4 + s.payload.size();
-                th[8] = uint8_t(e.next >> 24), th[9] = uint8_t(e.next >> 16);
-                th[10] = uint8_t(e.next >> 8), th[11] = uint8_t(e.next);
-                th[16] = th[17] = 0;
-                const uint8_t *ip = frame.data() + 14;
-                uint8_t tail[4] = {0, 6, uint8_t(seg_len >> 8), uint8_t(seg_len)};
-                uint64_t sum = s.v6 ? csum_add(0, ip + 8, 32) : csum_add(0, ip + 12, 8);
-                sum = csum_add(csum_add(sum, tail, 4), th, seg_len);
-                put_be16(th + 16, uint16_t(~csum_fold(sum)));
-                return;
-            }
-    }
-};
+// The fast path as stack_loop.cpp's fast_path_config sets it up for the
+// addresses Stack gives libslirp, on the simulated clock, with a fixed ISN
+// just short of the sequence wrap (reproducible inputs) and a small batch
+// (its full-batch paths run too).
+tcp::FastPathConfig fast_path_config(uint8_t cfg, const FlowLimits &limits,
+                                     const int64_t &now_ns) {
+    tcp::FastPathConfig f;
+    f.max_flows = limits.max_flows();
+    f.ipv6 = (cfg & 2) != 0;
+    f.prefix6 = parse_ipv6("prefix", kIpv6Prefix);
+    f.gateway6 = parse_ipv6("gateway", kIpv6Gateway);
+    f.dns6 = parse_ipv6("dns", kIpv6Dns);
+    f.disable_host_loopback = (cfg & 16) != 0;
+    f.mtu = (cfg & 8) ? 1500 : 65520;
+    f.batch_data_frames = 8;
+    f.batch_control_frames = 8;
+    f.clock = [&now_ns] { return now_ns / 1'000'000; };
+    f.fixed_isn = uint32_t(-20000);
+    return f;
+}
 
 struct Stack {
     Timers timers;
@@ -223,9 +96,11 @@ struct Stack {
     Stats stats;
     Coalescer coalescer{to_guest, stats};
     bool vnet = false;
-    Ipv4Reassembler reassembler;
     ReassWrapGuard wrap_guard;
     SentSeqs sent;
+    FlowLimits limits;
+    std::unique_ptr<tcp::FastPath> fast;
+    GuestIngress ingress;
     SlirpQueueDrain drain; // before slirp_cleanup, as SlirpAdapter does
     Slirp *slirp = nullptr;
 
@@ -248,7 +123,10 @@ struct Stack {
     }
     static void timer_free(void *t, void *o) { self(o).timers.destroy(t); }
     static void timer_mod(void *t, int64_t ms, void *o) { self(o).timers.arm(t, ms); }
-    static void nop_fd(int, void *) {}
+    static void register_fd(int fd, void *o) { self(o).limits.sockets().on_register(fd); }
+    static void unregister_fd(int fd, void *o) {
+        self(o).limits.sockets().on_unregister(fd);
+    }
     static void notify(void *) {}
     static int add_poll(int fd, int ev, void *o) {
         short e = 0;
@@ -269,12 +147,19 @@ struct Stack {
                ((r & POLLHUP) ? SLIRP_POLL_HUP : 0);
     }
 
-    explicit Stack(uint8_t cfg) : vnet(cfg & 1) {
+    explicit Stack(uint8_t cfg)
+        : vnet(cfg & 1),
+          limits((cfg & 64) ? 4 : kDefaultMaxFlows,
+                 (cfg & 64) ? 2 : kDefaultMaxNewFlowsPerSec, stats,
+                 uint64_t(now_ns / 1'000'000)),
+          fast(make_fast_path(cfg)),
+          ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
+                  fast.get(), [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
             .clock_get_ns = clock_get_ns, .timer_new = timer_new,
             .timer_free = timer_free, .timer_mod = timer_mod,
-            .register_poll_fd = nop_fd, .unregister_poll_fd = nop_fd,
+            .register_poll_fd = register_fd, .unregister_poll_fd = unregister_fd,
             .notify = notify, .init_completed = nullptr,
             .timer_new_opaque = nullptr,
         };
@@ -304,34 +189,68 @@ struct Stack {
         peers.close_all();
     }
 
+    int64_t now_ms() const { return now_ns / 1'000'000; }
+
+    // With config bit 5 on a tap with vnet headers, as the stack loop has
+    // it; none on a kernel without SO_PEEK_OFF for TCP (Linux < 6.9).
+    std::unique_ptr<tcp::FastPath> make_fast_path(uint8_t cfg) {
+        if (!vnet || !(cfg & 32)) return nullptr;
+        tcp::FastPathConfig fc = fast_path_config(cfg, limits, now_ns);
+        fc.admit_flow = [this] { return ingress.admit_fast_flow(now_ms()); };
+        auto f = std::make_unique<tcp::FastPath>(std::move(fc));
+        if (!f->enabled()) return nullptr;
+        return f;
+    }
+
+    // SlirpAdapter::input's guard, then libslirp; what GuestIngress hands
+    // over must be whole and without urgent data.
+    void to_libslirp(std::span<const uint8_t> frame) {
+        fuzz::require(!is_ipv4_fragment(frame), "fragment for libslirp");
+        std::vector<uint8_t> copy(frame.begin(), frame.end());
+        fuzz::require(!strip_urgent(copy), "URG left for libslirp");
+        if (!wrap_guard.allow(frame)) return;
+        slirp_input(slirp, frame.data(), int(frame.size()));
+    }
+
+    // The fast path's output batch, as the stack loop writes it to the tap.
+    void flush_fast_path() {
+        if (!fast) return;
+        tcp::GuestFrames &out = fast->frames();
+        for (size_t i = 0; i < out.size(); ++i) {
+            std::vector<uint8_t> f(out.headers(i).begin(), out.headers(i).end());
+            f.insert(f.end(), out.payload(i).begin(), out.payload(i).end());
+            sent.note(f);
+            to_guest.write_frame(out.vnet(i), out.headers(i), out.payload(i));
+        }
+        out.clear();
+    }
+
     void poll_sockets() {
         fds.clear();
         uint32_t timeout = 0;
         slirp_pollfds_fill(slirp, &timeout, add_poll, this);
         int n = ::poll(fds.data(), fds.size(), 0);
         slirp_pollfds_poll(slirp, n < 0, get_revents, this);
+        if (fast) {
+            fast->poll_events();
+            flush_fast_path();
+        }
         peers.serve();
     }
 
-    // StackLoop::input_frame on a frame of exactly the read size.
+    void run_timers() {
+        timers.run_due(now_ms());
+        if (!fast) return;
+        fast->run_timers(now_ms());
+        flush_fast_path();
+    }
+
+    // A frame of exactly the read size, as the stack loop's drain_tap
+    // hands it over.
     void input(std::vector<uint8_t> &buf, bool fix_ack) {
-        std::span<uint8_t> frame = prepare_guest_frame(buf, vnet);
-        static const Ipv4Cidr net = Ipv4Cidr::parse("cidr", "10.0.2.0/24");
-        static const in6_addr prefix6 = parse_ipv6("prefix", "fd00::");
-        if (frame.empty() || !libslirp_ethertype(frame) ||
-            !guest_source_allowed(frame, net, prefix6) ||
-            router_message_from_guest(frame))
-            return;
-        if (fix_ack) sent.fix_ack(frame);
-        if (is_ipv4_fragment(frame)) {
-            frame = reassembler.add(frame, now_ns / 1'000'000).datagram;
-            if (frame.empty()) return;
-            fuzz::require(!is_ipv4_fragment(frame), "reassembled fragment");
-        }
-        strip_urgent(frame);
-        fuzz::require(!strip_urgent(frame), "URG left for libslirp");
-        if (!wrap_guard.allow(frame)) return;
-        slirp_input(slirp, frame.data(), int(frame.size()));
+        if (fix_ack) sent.fix_ack(buf, vnet);
+        if (ingress.input(buf, vnet, now_ms()) == GuestIngress::Outcome::FastPath)
+            flush_fast_path();
     }
 };
 
@@ -366,7 +285,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             // A superseded ACK has the size of the one that replaced it.
             if (probe_stats.acks_superseded.load() != superseded)
                 superseded_bytes += raw.size();
-            stack.timers.run_due(stack.now_ns / 1'000'000);
+            stack.run_timers();
             if (op & 0x10) stack.poll_sockets();
             stack.coalescer.flush();
         }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The guest -> stack frame preparation (plugin/offload.cpp) and the
-// fragment diversion in front of libslirp. Regression of a fuzz finding:
+// The guest -> stack frame preparation (plugin/datapath/offload.cpp) and
+// the fragment diversion in front of libslirp. Regression of a fuzz finding:
 // one IPv4 fragment (the last one, arriving first) made Debian 12's libslirp
-// 4.7.0 crash the whole process in ip_reass; StackLoop::input_frame sends
+// 4.7.0 crash the whole process in ip_reass; GuestIngress::input sends
 // every frame is_ipv4_fragment() flags to Ipv4Reassembler, so libslirp only
 // sees whole datagrams. The end-to-end check is faults.sh.
 #include <doctest/doctest.h>
@@ -37,8 +37,12 @@ std::vector<uint8_t> with_vnet(std::vector<uint8_t> f, const VnetHdr &h) {
     return out;
 }
 
+// The Ethernet frame libslirp would get (GuestIngress's first steps), or
+// an empty span for one that must be dropped.
 std::span<uint8_t> prep(std::vector<uint8_t> &f, bool vnet) {
-    return prepare_guest_frame(f, vnet);
+    TapFrame t = split_tap_frame(f, vnet);
+    if (!finish_checksum(t)) return {};
+    return t.eth;
 }
 
 // RFC 1071 over big-endian words, byte by byte: independent of

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // A real libslirp (SlirpAdapter with the default configuration) behind
-// FlowLimits, as the stack loop drives it, with no tap attached: frames to
-// the guest are counted in stats.frames_dropped. Plus the guest's TCP
-// segments from 10.0.2.100 to the gateway (10.0.2.2, host loopback).
+// GuestIngress and FlowLimits, as the stack loop drives it (no fast path),
+// with no tap attached: frames to the guest are counted in
+// stats.frames_dropped. Plus the guest's TCP segments from 10.0.2.100 to
+// the gateway (10.0.2.2, host loopback).
 #pragma once
 
 #include <memory>
 
 #include "parent/flow_limits.hpp"
+#include "parent/guest_ingress.hpp"
 #include "slirp/adapter.hpp"
 #include "tcp_sim_guest.hpp"
 
@@ -31,19 +33,20 @@ struct SlirpRig {
     rknp::PollSet polls;
     rknp::FlowLimits limits;
     std::unique_ptr<rknp::SlirpAdapter> slirp;
+    rknp::GuestIngress ingress;
     uint64_t now = 1000;
 
     SlirpRig(uint32_t max_flows, uint32_t rate)
-        : limits(max_flows, rate, stats, 1000) {
+        : limits(max_flows, rate, stats, 1000),
+          ingress(cfg.cidr, stats, limits, nullptr,
+                  [this](std::span<const uint8_t> f) { slirp->input(f); }) {
         slirp = std::make_unique<rknp::SlirpAdapter>(cfg, tap, coalescer, polls,
                                                      limits.sockets());
     }
-    // Whether the frame reached libslirp.
-    bool input(const Bytes &f) {
-        if (!limits.begin_slirp_input(f, cfg.cidr, 0, now)) return false;
-        slirp->input(f);
-        limits.end_slirp_input();
-        return true;
+    // Whether the frame (from a tap without vnet headers) reached libslirp.
+    bool input(Bytes f) {
+        return ingress.input(f, false, int64_t(now)) ==
+               rknp::GuestIngress::Outcome::Libslirp;
     }
     // One round of the stack loop's host-socket servicing (timeout_ms for
     // poll(2)).

@@ -165,7 +165,6 @@ TEST_CASE("a tap frame's partial checksum is finished only when asked, once") {
     TapFrame b = split_tap_frame(raw, true);
     CHECK(b.eth.size() == f.size());
     CHECK_FALSE(finish_checksum(b));
-    CHECK(prepare_guest_frame(raw, true).empty());
     CHECK(split_tap_frame({raw.data(), 5}, true).eth.empty());
 }
 

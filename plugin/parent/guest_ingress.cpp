@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The guest-ingress chain, step by step, with the Stats each step owes.
+#include "parent/guest_ingress.hpp"
+
+#include <arpa/inet.h>
+
+#include <utility>
+
+#include "common/config.hpp"
+#include "datapath/guest_filter.hpp"
+#include "datapath/offload.hpp"
+
+namespace rknp {
+
+GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
+                           FlowLimits &limits, tcp::FastPath *fast_path,
+                           ToLibslirp to_libslirp)
+    : net_(net), stats_(stats), limits_(limits), fast_path_(fast_path),
+      to_libslirp_(std::move(to_libslirp)) {
+    inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
+}
+
+GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
+                                          bool vnet_hdr, int64_t now_ms) {
+    TapFrame tap_frame = split_tap_frame(raw, vnet_hdr);
+    std::span<uint8_t> frame = tap_frame.eth;
+    if (frame.empty()) {
+        Stats::add(stats_.frames_dropped, 1);
+        return Outcome::Dropped;
+    }
+    if (!libslirp_ethertype(frame) ||
+        !guest_source_allowed(frame, net_, prefix6_) ||
+        router_message_from_guest(frame)) {
+        Stats::add(stats_.frames_dropped, 1);
+        Stats::add(stats_.frames_filtered, 1);
+        return Outcome::Filtered;
+    }
+    // The checksum is finished once the frame is known not to be the fast
+    // path's (it never needs it); fragments are checked whole first.
+    uint32_t frames = 1;
+    if (is_ipv4_fragment(frame)) { // libslirp must never see one
+        if (!finish_checksum(tap_frame)) {
+            Stats::add(stats_.frames_dropped, 1);
+            return Outcome::Dropped;
+        }
+        auto o = reassembler_.add(frame, now_ms);
+        Stats::add(stats_.frames_dropped, o.dropped);
+        if (o.datagram.empty()) return Outcome::Reassembling;
+        frame = o.datagram;
+        frames = o.fragments;
+    }
+    if (fast_path_ && vnet_hdr &&
+        fast_path_->guest_frame(frame) == tcp::Verdict::Consumed) {
+        Stats::add(stats_.frames_from_tap, frames);
+        Stats::add(stats_.bytes_from_tap, frame.size());
+        return Outcome::FastPath;
+    }
+    if (!finish_checksum(tap_frame)) {
+        Stats::add(stats_.frames_dropped, 1);
+        return Outcome::Dropped;
+    }
+    strip_urgent(frame); // also in reassembled datagrams
+    Stats::add(stats_.frames_from_tap, frames);
+    Stats::add(stats_.bytes_from_tap, frame.size());
+    // A frame that would cost libslirp a host socket beyond the limits
+    // never reaches it (counted by FlowLimits, not as a dropped frame).
+    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms)))
+        return Outcome::Refused;
+    to_libslirp_(frame);
+    limits_.end_slirp_input();
+    return Outcome::Libslirp;
+}
+
+tcp::Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
+    switch (limits_.admit(fast_flows(), uint64_t(now_ms))) {
+    case FlowLimits::Admit::Ok:
+        return tcp::Admission::Accept;
+    case FlowLimits::Admit::Full:
+        return tcp::Admission::Reset;
+    case FlowLimits::Admit::RateLimited:
+        break;
+    }
+    return tcp::Admission::Drop;
+}
+
+} // namespace rknp
