@@ -60,7 +60,7 @@ mkdir -p "$SCRATCH"/{fork-bin,image} "$RESULTS"
 TEST_HOST=$DOCKER_TEST_NET.2
 install_route_binaries
 
-setup_user
+setup_test_user
 make_image "$SCRATCH/image/iperf3.tar" /usr/bin/iperf3
 setup_docker_test_host "$NETNS_HOST"
 ip netns exec "$NETNS_HOST" iperf3 -s -B "$TEST_HOST" -p "$IPERF_PORT" >"$SCRATCH/logs/iperf3-server.log" 2>&1 &
