@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # Shared by check-abi.sh and update-baseline.sh (sourced): how the abigail
 # baseline of librknp.so.1 is written, and how a difference is classified.
 ABI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck disable=SC2034 # BASELINE* are for the scripts that source this
 BASELINE=$ABI_DIR/librknp.so.1.abi
+# shellcheck disable=SC2034
 BASELINE_VERSION=$ABI_DIR/librknp.so.1.abi.version
 SUPPRESSIONS=$ABI_DIR/librknp.so.1.suppr
 

@@ -10,10 +10,13 @@
 # tools, no debug info in the library, or not x86_64.
 #   check-abi.sh path/to/librknp.so.1
 set -euo pipefail
+# shellcheck source=abi/abi-lib.sh
 source "$(dirname "$0")/abi-lib.sh"
 lib=${1:?usage: check-abi.sh LIBRARY}
-command -v abidw >/dev/null && command -v abidiff >/dev/null ||
-    { echo "SKIP: abidw/abidiff missing (Debian package abigail-tools)"; exit 77; }
+if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
+    echo "SKIP: abidw/abidiff missing (Debian package abigail-tools)"
+    exit 77
+fi
 abi_arch_supported || { echo "SKIP: the baseline is for x86_64"; exit 77; }
 readelf -S "$lib" | grep -q '\.debug_info' ||
     { echo "SKIP: $lib has no debug info (build with -g)"; exit 77; }

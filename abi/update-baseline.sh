@@ -8,6 +8,7 @@
 # RKNP_ABI_MINOR (FORCE=1 overrides, e.g. after a libabigail upgrade that
 # only changed the representation).
 set -euo pipefail
+# shellcheck source=abi/abi-lib.sh
 source "$(dirname "$0")/abi-lib.sh"
 lib=${1:-$ABI_DIR/../build/lib/librknp.so.1}
 abi_arch_supported || { echo "the baseline is written on x86_64"; exit 1; }

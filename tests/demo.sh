@@ -13,7 +13,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 INSTALLED=${RKNP_INSTALLED:-0}
 [ "$(id -u)" = 0 ] || { echo "run as root (it creates a test user)"; exit 1; }
+# shellcheck source=tests/lib/common.sh
 source "$ROOT/tests/lib/common.sh"
+# shellcheck source=tests/lib/build.sh
 source "$ROOT/tests/lib/build.sh"
 
 "$ROOT/tests/install-deps.sh"
@@ -28,10 +30,10 @@ else
     ROOTLESSKIT=$BUILD/bin/rootlesskit PLUGIN=$BUILD/lib/librknp.so.1
 fi
 setup_test_user
-make_scratch
+make_scratch demo
 trap 'stop_background; rm -rf "$SCRATCH"' EXIT
 echo "<h1>Hello from the host, through rknp</h1>" >"$SCRATCH/index.html"
-PORT=$(free_port)
+PORT=$(free_port 127.0.0.1)
 start_http 127.0.0.1 "$PORT" "$SCRATCH"
 
 echo "== rootlesskit --net=plugin ($ROOTLESSKIT, plugin: $PLUGIN)"

@@ -12,6 +12,8 @@ PACKAGES=(
     docker.io busybox-static
     # Packaging (tests/package/run.sh), the ABI check and the man page.
     debhelper dpkg-dev fakeroot devscripts lintian abigail-tools help2man
+    # Every shell script is checked (tests/shellcheck.sh).
+    shellcheck
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

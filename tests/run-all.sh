@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 
-# The whole test suite: build, unit + ABI + integration + reliability tests
+# The whole test suite: shellcheck, build, unit + ABI + integration + reliability tests
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
 # end-to-end tests and the Debian packages (tests/package/run.sh). Run as root on a fresh
 # machine (it installs the Debian packages it needs).
@@ -9,8 +9,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "run as root (tests create namespaces and a test user)"; exit 1; }
+# shellcheck source=tests/lib/build.sh
 source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
+echo "== shellcheck: every shell script of the repository"
+"$ROOT/tests/shellcheck.sh"
 build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"

@@ -8,7 +8,7 @@ lib=$1
 baseline=$2
 actual=$(nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | sort)
 unversioned=$(grep -v '@@RKNP_1$' <<<"$actual" || true)
-names=$(sed 's/@@RKNP_1$//' <<<"$actual")
+names=${actual//@@RKNP_1/}
 if [ -n "$unversioned" ]; then
     echo "symbols outside the RKNP_1 version node:"; echo "$unversioned"; exit 1
 fi

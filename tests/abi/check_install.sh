@@ -14,9 +14,9 @@ test -e "$libdir/librknp.so.1" || { echo "no librknp.so.1 in $libdir"; exit 1; }
 test -e "$prefix/include/rknp.h" || { echo "header not installed"; exit 1; }
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 # The prefix differs from the configured one: point pkg-config at it.
-flags=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs rknp)
+read -ra flags <<<"$(pkg-config --define-variable=prefix="$prefix" --cflags --libs rknp)"
 cc -std=c99 -Wall -Wextra -pedantic -Werror "$src/consumer.c" -o "$prefix/consumer" \
-    $flags -Wl,-rpath,"$libdir"
+    "${flags[@]}" -Wl,-rpath,"$libdir"
 "$prefix/consumer"
 cmake -S "$src/cmake-consumer" -B "$prefix/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/cm" >/dev/null

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 
-# One version story (README "Packaging and versions"): the project version
+# One version story (docs/abi.md, "Versions"): the project version
 # MAJOR.MINOR.PATCH, the ABI version in rknp.h (MAJOR.MINOR), the library's
 # SONAME (librknp.so.MAJOR) and real file name (librknp.so.MAJOR.MINOR.PATCH),
 # what the library and rknp-slirp4netns --version report, the newest entry of
@@ -11,7 +11,7 @@ set -euo pipefail
 version=$1 lib=$2 s4n=$3 src=$4
 fail=0
 bad() { echo "version mismatch: $*"; fail=1; }
-IFS=. read -r major minor patch <<<"$version"
+IFS=. read -r major minor _ <<<"$version"
 
 header_major=$(sed -n 's/^#define RKNP_ABI_MAJOR \([0-9]*\)$/\1/p' "$src/abi/rknp.h")
 header_minor=$(sed -n 's/^#define RKNP_ABI_MINOR \([0-9]*\)$/\1/p' "$src/abi/rknp.h")

@@ -81,7 +81,7 @@ if [ -n "$WAN_RTT" ]; then
     TEST_HOST=$WAN_TEST_HOST
 fi
 
-setup_user
+setup_test_user
 make_image "$SCRATCH/image/iperf3.tar" /usr/bin/iperf3
 if [ -n "$WAN_RTT" ]; then
     wan_bed_up --delay-ms "$(awk -v r="$WAN_RTT" 'BEGIN { print r / 2 }')" --loss "$WAN_LOSS" "${WAN_DEBIAN[@]}"

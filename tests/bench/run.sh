@@ -8,6 +8,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=tests/lib/common.sh
 source "$ROOT/tests/lib/common.sh"
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 
@@ -29,6 +30,7 @@ done
 # Everything bench.py starts runs in its process group or in the veth
 # namespaces; the trap removes what an interrupted run may leave.
 BENCH_PID=
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
     [ -n "$BENCH_PID" ] && kill "$BENCH_PID" 2>/dev/null && wait "$BENCH_PID" 2>/dev/null
     for ns in rknpb-a rknpb-b; do ip netns del "$ns" 2>/dev/null || true; done

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # The e2e cases (sourced by run.sh). Each takes the driver name, runs under
 # errexit and fails by returning non-zero. Servers are started by run.sh:
@@ -30,10 +31,10 @@ case_dns() {
     local resolv="$SCRATCH/resolv.conf" out
     echo "nameserver $DNS_ADDR" >"$resolv"
     chmod 0644 "$resolv"
-    # shellcheck disable=SC2046
-    out=$(timeout -k 5 "$RK_TIMEOUT" unshare -m --propagation private \
+    # shellcheck disable=SC2046,SC2016 # drv_flags is a word list; $0 and $@ are sh's
+    out=$(timeout -k 5 "$USER_TIMEOUT" unshare -m --propagation private \
         sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv" \
-        setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups \
+        setpriv --reuid="$RKNP_TEST_USER" --regid="$RKNP_TEST_USER" --init-groups \
         env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" \
         RKNP_TEST_RUN="$RKNP_TEST_RUN" "$RK" $(drv_flags "$1") --copy-up=/etc -- \
         sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
@@ -45,6 +46,7 @@ case_dns() {
 # is at $ROOTLESSKIT_STATE_DIR/netns and holds the configured tap.
 case_detach_netns() {
     local out
+    # shellcheck disable=SC2016 # expanded by the shell inside
     out=$(rk "$1" --copy-up=/etc --detach-netns -- sh -c '
         n="$ROOTLESSKIT_STATE_DIR/netns"
         ip -o link show tap0 >/dev/null 2>&1 && echo TAP_IN_COMMAND_NETNS || echo COMMAND_NETNS_CLEAN
@@ -148,8 +150,8 @@ case_exit_code() {
     nsid=$out
     expect "a netns id" "^net:\[[0-9]+\]\$" "$nsid"
     sleep 0.2
-    if pgrep -u "$E2E_USER" -f "$RK" >/dev/null; then
-        echo "rootlesskit processes left:"; pgrep -a -u "$E2E_USER" -f "$RK"; return 1
+    if pgrep -u "$RKNP_TEST_USER" -f "$RK" >/dev/null; then
+        echo "rootlesskit processes left:"; pgrep -a -u "$RKNP_TEST_USER" -f "$RK"; return 1
     fi
     for p in /proc/[0-9]*/ns/net; do
         if [ "$(readlink "$p" 2>/dev/null)" = "$nsid" ]; then
@@ -172,8 +174,8 @@ case_api_info() {
     info=$(as_user curl -sS --max-time 5 --unix-socket "$st/api.sock" http://rootlesskit/v1/info) || rc=$?
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    if pgrep -u "$E2E_USER" -f "$RK" >/dev/null; then
-        echo "rootlesskit survived SIGTERM:"; pgrep -a -u "$E2E_USER" -f "$RK"; return 1
+    if pgrep -u "$RKNP_TEST_USER" -f "$RK" >/dev/null; then
+        echo "rootlesskit survived SIGTERM:"; pgrep -a -u "$RKNP_TEST_USER" -f "$RK"; return 1
     fi
     [ "$rc" = 0 ] || { echo "API request failed ($rc)"; cat "$SCRATCH/logs/api-rk.$1.log"; return 1; }
     echo "$info"
@@ -368,8 +370,8 @@ port_case() {
     wait "$RKPID" 2>/dev/null || true
     trap - EXIT
     sleep 0.2
-    if pgrep -u "$E2E_USER" -f "$RK" >/dev/null; then
-        echo "rootlesskit survived SIGTERM:"; pgrep -a -u "$E2E_USER" -f "$RK"; return 1
+    if pgrep -u "$RKNP_TEST_USER" -f "$RK" >/dev/null; then
+        echo "rootlesskit survived SIGTERM:"; pgrep -a -u "$RKNP_TEST_USER" -f "$RK"; return 1
     fi
     out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$up" 2>&1) && { echo "udp port open after exit"; return 1; }
     echo "ok nothing left: $out"

@@ -44,8 +44,8 @@ S4N=$SCRATCH/bin/rknp-slirp4netns
 RK=/usr/bin/rootlesskit
 HELPER=$SCRATCH/bin/helper.py
 
-setup_user
-chown "$E2E_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+setup_test_user
+chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
 head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
 chmod -R a+rX "$SCRATCH/www"
 FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
@@ -54,7 +54,7 @@ PORT4=$(free_port 127.0.0.1)
 start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
 PORT6=$(free_port ::1)
 start_http ::1 "$PORT6" "$SCRATCH/www"
-start_dns
+start_dns "$DNS_NAME=$DNS_IP"
 log "rootlesskit: $("$RK" --version); reference: $(/usr/bin/slirp4netns --version | head -n1)"
 log "rknp-slirp4netns: $("$S4N" --version | head -n2 | tr '\n' ' ')"
 log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
@@ -146,10 +146,10 @@ case_dns() {
     local resolv="$SCRATCH/resolv.conf" out
     echo "nameserver $DNS_ADDR" >"$resolv"
     chmod 0644 "$resolv"
-    # shellcheck disable=SC2046
-    out=$(timeout -k 5 "$RK_TIMEOUT" unshare -m --propagation private \
+    # shellcheck disable=SC2046,SC2016 # drv_flags is a word list; $0 and $@ are sh's
+    out=$(timeout -k 5 "$USER_TIMEOUT" unshare -m --propagation private \
         sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv" \
-        setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups \
+        setpriv --reuid="$RKNP_TEST_USER" --regid="$RKNP_TEST_USER" --init-groups \
         env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" \
         RKNP_TEST_RUN="$RKNP_TEST_RUN" "$RK" $(drv_flags "$1") --copy-up=/etc -- \
         sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
@@ -166,7 +166,7 @@ case_exit_code() {
     echo "ok exit status 7"
     local comm left
     comm=$(basename "$(drv_bin "$1")" | cut -c1-15)
-    if ! left=$(run_leftovers "$comm"); then
+    if ! left=$(run_leftovers_named "$comm"); then
         echo "left running:"; echo "$left"; return 1
     fi
     if ls -d "$SCRATCH"/tmp/rknp-slirp4netns.* 2>/dev/null; then
@@ -230,7 +230,7 @@ case_sandbox() {
         return 1
     fi
     st=$(cat "/proc/$spid/status")
-    root=$(ls -A "/proc/$spid/root/" | tr '\n' ' ')
+    root=$(find "/proc/$spid/root/" -mindepth 1 -maxdepth 1 -printf '%f ')
     local www_visible=no
     [ -e "/proc/$spid/root$SCRATCH/www/file" ] && www_visible=yes
     touch "$done_file"
@@ -260,6 +260,7 @@ case_sandbox() {
 api_run() { # BIN OUT MODE ARGS...
     local bin=$1 out=$2 mode=$3
     shift 3
+    # shellcheck disable=SC2016 # expanded by the shell inside
     as_user bash -c '
         bin=$1 out=$2 mode=$3 helper=$4 dir=$5; shift 5
         unshare -rn sleep 60 & t=$!
@@ -276,7 +277,7 @@ case_api() {
     [ "$1" = plugin ] || { echo "(compared inside the plugin run)"; return 0; }
     local d="$SCRATCH/tmp/api" pa pb busy bpid
     mkdir -p "$d/ref" "$d/rknp" "$d/extra"
-    chown -R "$E2E_USER" "$d"
+    chown -R "$RKNP_TEST_USER" "$d"
     pa=$(free_port 127.0.0.1)
     pb=$(free_port 127.0.0.1)
     busy=$(free_port 127.0.0.1)
@@ -375,6 +376,7 @@ case_v3_http() { local RK=$RK3; case_http_host_loopback "$1"; }
 case_v3_port_driver() { local RK=$RK3; case_port_driver "$1"; }
 case_v3_detach_netns() {
     local RK=$RK3 out
+    # shellcheck disable=SC2016 # expanded by the shell inside
     out=$(S4N_SANDBOX=false rk "$1" --copy-up=/etc --detach-netns -- sh -c '
         n="$ROOTLESSKIT_STATE_DIR/netns"
         ip -o link show tap0 >/dev/null 2>&1 && echo TAP_IN_COMMAND_NETNS || echo COMMAND_NETNS_CLEAN

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # Rootless Docker routes (sourced after lib.sh, as root): Debian's docker.io
 # started with its own dockerd-rootless.sh as the test user, an image
@@ -64,8 +65,8 @@ setup_docker_test_host() {
     ip netns del "$1" 2>/dev/null || true
     ip link del rknp-dk-h 2>/dev/null || true
     ip netns add "$1"
-    NETNS_CREATED=$1
-    VETH_HOST=rknp-dk-h # removed by e2e_cleanup
+    # shellcheck disable=SC2034 # both read by e2e_cleanup (tests/e2e/lib.sh)
+    NETNS_CREATED=$1 VETH_HOST=rknp-dk-h
     ip link add rknp-dk-h type veth peer name rknp-dk-n
     ip link set rknp-dk-n netns "$1"
     ip addr add "$DOCKER_TEST_NET.1/24" dev rknp-dk-h
@@ -147,10 +148,10 @@ start_dockerd() {
     route_env "$1"
     mkdir -p "$R_DIR"/{home,run,data,tmp}
     echo '{}' >"$R_DIR/daemon.json"
-    chown -R "$E2E_USER" "$R_DIR"
+    chown -R "$RKNP_TEST_USER" "$R_DIR"
     chmod 0700 "$R_RUN"
     local ARGV
-    ARGV=(timeout -k 5 "$DOCKERD_TIMEOUT" setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups
+    ARGV=(timeout -k 5 "$DOCKERD_TIMEOUT" setpriv --reuid="$RKNP_TEST_USER" --regid="$RKNP_TEST_USER" --init-groups
         env -i HOME="$R_DIR/home" TMPDIR="$R_DIR/tmp" XDG_RUNTIME_DIR="$R_RUN"
         RKNP_TEST_RUN="$RKNP_TEST_RUN" "${R_ENV[@]}"
         sh "$DOCKERD_ROOTLESS" --data-root="$R_DIR/data" --storage-driver=vfs

@@ -53,7 +53,7 @@ TEST_HOST=$DOCKER_TEST_NET.2
 install_route_binaries
 install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
 
-setup_user
+setup_test_user
 head -c 2097152 /dev/urandom >"$SCRATCH/www/file"
 chmod -R a+rX "$SCRATCH/www"
 FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)

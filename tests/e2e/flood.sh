@@ -46,7 +46,7 @@ e2e_require "creates a user and namespaces" "build first: tests/lib/build.sh bui
 NOFILE=${FLOOD_NOFILE:-4096}
 COUNT=${FLOOD_COUNT:-100000} # SYNs, and as many UDP sources
 RATE=${FLOOD_RATE:-12000}    # frames a second (SYNs + datagrams)
-RK_TIMEOUT=120
+USER_TIMEOUT=120
 
 e2e_scratch flood
 install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
@@ -57,8 +57,8 @@ install -m 0755 "$E2E_DIR/../lib/flood.py" "$E2E_DIR/../lib/spoof_udp.py" "$SCRA
 RK=$SCRATCH/bin/rootlesskit
 LIB=$SCRATCH/lib/librknp.so.1
 
-setup_user
-chown "$E2E_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+setup_test_user
+chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
 head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
 chmod -R a+rX "$SCRATCH/www"
 FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
@@ -77,7 +77,7 @@ BG_PIDS+=($!)
 wait_tcp 127.0.0.1 "$SINK_TCP"
 
 # info: rootlessctl info, given 10 s to answer.
-info() { local RK_TIMEOUT=10; ctl info; }
+info() { local USER_TIMEOUT=10; ctl info; }
 fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
@@ -96,7 +96,7 @@ flood_case() {
     start_port_helper || return 1
     parent=$(pgrep -P "$RKPID" -f rootlesskit | head -n1)
     cpid=$(cat "$ST/child_pid")
-    [ -n "$parent" ] && [ -n "$cpid" ] || { echo "no rootlesskit parent/child"; return 1; }
+    if [ -z "$parent" ] || [ -z "$cpid" ]; then echo "no rootlesskit parent/child"; return 1; fi
     echo "parent $parent child $cpid, fd limit: $(grep 'open files' "/proc/$parent/limits")"
     line=$(grep -m1 -o 'guest flows: at most [0-9]* host sockets[^"]*' "$RKLOG") ||
         { echo "no effective max_flows in the log:"; cat "$RKLOG"; return 1; }

@@ -1,20 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
-# Helpers for tests/e2e/run.sh (sourced; runs as root).
+# The rootlesskit end-to-end scripts' own helpers (sourced after E2E_DIR is
+# set; runs as root), on top of tests/lib/common.sh (the test user, servers,
+# background processes, the run marker), which this file sources.
 # Everything started here is recorded in BG_PIDS / NETNS_CREATED and torn
 # down by e2e_cleanup; every process carries this run's RKNP_TEST_RUN
 # marker (tests/lib/run_marker.sh), by which run.sh finds leftovers.
 
-E2E_USER=${E2E_USER:-rknptest}
-PY=${PYTHON:-/usr/bin/python3} # not a pyenv shim: the test user runs it too
-RK_TIMEOUT=${RK_TIMEOUT:-60}   # seconds per rootlesskit run
-USER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-BG_PIDS=()
+# shellcheck source=tests/lib/common.sh
+. "$E2E_DIR/../lib/common.sh"
+USER_TIMEOUT=${USER_TIMEOUT:-60} # seconds per command run as the test user
 NETNS_CREATED=""
-FAILURES=0
 PASSES=0
-# shellcheck source=tests/lib/run_marker.sh
-. "$E2E_DIR/../lib/run_marker.sh"
 
 log() { echo "# $*" >&2; }
 
@@ -39,83 +37,17 @@ e2e_require() {
     done
 }
 
-# e2e_scratch NAME [EXIT_COMMANDS]: SCRATCH, a fresh directory the test user
-# can read with bin/ lib/ www/ logs/ home/ tmp/, removed on exit by
-# e2e_cleanup (after EXIT_COMMANDS).
+# e2e_scratch NAME [EXIT_COMMANDS]: SCRATCH (make_scratch) with bin/ lib/
+# www/ home/ tmp/ besides logs/, removed on exit by e2e_cleanup (after
+# EXIT_COMMANDS); home/ and tmp/ are the HOME and TMPDIR of the commands run
+# as the test user (the caller chowns them once the user exists).
 e2e_scratch() {
-    SCRATCH=$(mktemp -d "/tmp/rknp-$1.XXXXXX")
+    make_scratch "$1"
     # shellcheck disable=SC2064 # expanded now on purpose
     trap "${2:+$2; }e2e_cleanup" EXIT
     trap 'exit 130' INT TERM
-    chmod 0755 "$SCRATCH"
-    mkdir -p "$SCRATCH"/{bin,lib,www,logs,home,tmp}
-}
-
-# setup_user: /dev/net/tun usable by anyone, and an unprivileged user with
-# subordinate id ranges for newuidmap/newgidmap.
-setup_user() {
-    chmod 0666 /dev/net/tun
-    id "$E2E_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$E2E_USER"
-    local f
-    for f in /etc/subuid /etc/subgid; do
-        touch "$f"
-        grep -q "^$E2E_USER:" "$f" || echo "$E2E_USER:300000:65536" >>"$f"
-    done
-}
-
-# free_port ADDR: a currently unused TCP port on ADDR.
-free_port() {
-    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
-}
-
-# free_udp_port ADDR: a currently unused UDP port on ADDR.
-free_udp_port() {
-    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
-}
-
-# wait_tcp ADDR PORT [NETNS]: until something listens (10 s at most).
-wait_tcp() {
-    local pre=()
-    [ -n "${3:-}" ] && pre=(ip netns exec "$3")
-    for _ in $(seq 100); do
-        "${pre[@]}" "$PY" -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1)' "$1" "$2" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on $1:$2" >&2
-    return 1
-}
-
-# start_http ADDR PORT DIR [NETNS]: python http.server in the background.
-start_http() {
-    local pre=()
-    [ -n "${4:-}" ] && pre=(ip netns exec "$4")
-    "${pre[@]}" "$PY" -m http.server --bind "$1" --directory "$3" "$2" >"$SCRATCH/logs/http-$1-$2.log" 2>&1 &
-    BG_PIDS+=($!)
-    wait_tcp "$1" "$2" "${4:-}"
-}
-
-# start_dns: the e2e DNS responder on the first free ADDR:53 among a few
-# loopback addresses (another test suite may hold 127.0.0.1:53); sets DNS_ADDR.
-start_dns() {
-    local a
-    for a in 127.0.0.1 127.0.53.1 127.0.53.2; do
-        "$PY" "$E2E_DIR/../lib/dns_server.py" "$a" 53 "$DNS_NAME=$DNS_IP" >"$SCRATCH/logs/dns-$a.log" 2>&1 &
-        local pid=$!
-        for _ in $(seq 50); do
-            grep -q ready "$SCRATCH/logs/dns-$a.log" 2>/dev/null && break
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if grep -q ready "$SCRATCH/logs/dns-$a.log" 2>/dev/null; then
-            BG_PIDS+=("$pid")
-            DNS_ADDR=$a
-            return 0
-        fi
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    echo "could not start the DNS responder" >&2
-    return 1
+    mkdir -p "$SCRATCH"/{bin,lib,www,home,tmp}
+    USER_HOME=$SCRATCH/home USER_TMPDIR=$SCRATCH/tmp
 }
 
 # setup_netns_host: a "remote" host in a netns this test owns, reached over
@@ -145,18 +77,6 @@ setup_netns_host() {
     ip -n "$NETNS_HOST" link set lo up
 }
 
-# stop_background: ends the servers run.sh started.
-stop_background() {
-    local p
-    for p in "${BG_PIDS[@]}"; do
-        kill "$p" 2>/dev/null || true
-    done
-    for p in "${BG_PIDS[@]}"; do
-        wait "$p" 2>/dev/null || true
-    done
-    BG_PIDS=()
-}
-
 # check_leftovers: after stop_background, one PASS/FAIL line: no process of
 # this run may be left (a case that did not end what it started); ends any.
 check_leftovers() {
@@ -167,15 +87,15 @@ check_leftovers() {
         return 0
     fi
     echo "FAIL no process started by this run is left; still running:"
+    # shellcheck disable=SC2001 # a prefix on every line: ${//} has no ^
     echo "$left" | sed 's/^/    | /'
     FAILURES=$((FAILURES + 1))
     kill_run_processes >/dev/null
 }
 
 e2e_cleanup() {
-    stop_background
     # After an early exit check_leftovers has not run: end what is left.
-    kill_run_processes >&2
+    end_run
     if [ -n "$NETNS_CREATED" ]; then
         ip link del "$VETH_HOST" 2>/dev/null || true
         ip netns del "$NETNS_CREATED" 2>/dev/null || true
@@ -192,27 +112,12 @@ drv_flags() {
     esac
 }
 
-# user_argv CMD...: sets ARGV to CMD run as the test user with a clean
-# environment (but this run's marker), bounded in time. setpriv and env
-# exec, so signals sent to the timeout process reach CMD.
-user_argv() {
-    ARGV=(timeout -k 5 "$RK_TIMEOUT" setpriv --reuid="$E2E_USER" --regid="$E2E_USER" --init-groups
-        env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp"
-        RKNP_TEST_RUN="$RKNP_TEST_RUN" "$@")
-}
-
 # rk_argv DRIVER FLAGS... -- CMD...: sets ARGV to rootlesskit as the user.
 rk_argv() {
     local drv=$1
     shift
     # shellcheck disable=SC2046 # drv_flags is a word list
     user_argv "$RK" $(drv_flags "$drv") "$@"
-}
-
-as_user() {
-    local ARGV
-    user_argv "$@"
-    "${ARGV[@]}"
 }
 
 rk() {

@@ -47,8 +47,8 @@ install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/lib
 RK=$SCRATCH/bin/rootlesskit
 LIB=$SCRATCH/lib/librknp.so.1
 
-setup_user
-chown "$E2E_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+setup_test_user
+chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
 head -c 4194304 /dev/urandom >"$SCRATCH/www/file" # several windows' worth
 chmod -R a+rX "$SCRATCH/www"
 FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
@@ -57,7 +57,7 @@ PORT4=$(free_port 127.0.0.1)
 start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
 PORT6=$(free_port ::1)
 start_http ::1 "$PORT6" "$SCRATCH/www"
-start_dns
+start_dns "$DNS_NAME=$DNS_IP"
 setup_netns_host
 PORT_NS=18080
 NS_IP6=fd52:6b6e:2::2

@@ -28,8 +28,9 @@ header_define() { sed -n "s/^#define $1 \([0-9]*\)$/\1/p" "$ROOT/abi/rknp.h"; }
 abi_major=$(header_define RKNP_ABI_MAJOR)
 abi_minor=$(header_define RKNP_ABI_MINOR)
 project_version=$(sed -n 's/^project(rknp VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
-[ -n "$abi_major" ] && [ -n "$abi_minor" ] && [ -n "$project_version" ] ||
+if [ -z "$abi_major" ] || [ -z "$abi_minor" ] || [ -z "$project_version" ]; then
     fail "cannot read the ABI version from abi/rknp.h or the project version from CMakeLists.txt"
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rknp-go-external.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -53,8 +54,9 @@ check_output() { # $1: how it was built, $2: its output
     [ "$(sed -n 1p <<<"$2")" = "$want_head" ] || fail "$1: want '$want_head', got: $2"
     got_abi=$(sed -n 's/^library ABI \([0-9]*\)\.\([0-9]*\)$/\1 \2/p' <<<"$2")
     read -r lib_major lib_minor <<<"$got_abi" || fail "$1: no library ABI line in: $2"
-    [ "$lib_major" = "$abi_major" ] && [ "$lib_minor" -ge "$abi_minor" ] ||
+    if [ "$lib_major" != "$abi_major" ] || [ "$lib_minor" -lt "$abi_minor" ]; then
         fail "$1: library ABI $lib_major.$lib_minor, bindings need $abi_major.>=$abi_minor"
+    fi
     got_version=$(sed -n 's/^library version //p' <<<"$2")
     case "$got_version" in
     "$project_version "*) ;;

@@ -8,6 +8,9 @@
 #   run.sh [BUILD_DIR [slirp|fast]]: fast runs every case with the TCP fast
 #   path (RKNP_TCP_PATH_FAST), slirp (the default here) with libslirp's TCP
 #   (RKNP_TCP_PATH_SLIRP; the library's own default is the fast path).
+#   IT_CASES=REGEX runs only the checks whose name matches (grep -Ei), e.g.
+#   IT_CASES='DNS|IPv6' tests/integration/run.sh build fast; the others
+#   print SKIP (set-up and the final leftover check always run).
 set -euo pipefail
 BUILD=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 TCP_PATH=${2:-slirp}
@@ -16,7 +19,9 @@ slirp) TCP_FLAGS=(--tcp-slirp) ;;
 fast) TCP_FLAGS=(--tcp-fast) ;;
 *) echo "unknown TCP path $TCP_PATH (slirp|fast)"; exit 2 ;;
 esac
+# shellcheck source=tests/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+CHECK_ONLY=${IT_CASES:-}
 HARNESS=$BUILD/bin/rknp-harness
 [ -x "$HARNESS" ] || { echo "missing $HARNESS (build first)"; exit 1; }
 # ctest treats 77 as a skip (SKIP_RETURN_CODE): a non-root package build.
@@ -34,13 +39,13 @@ cleanup() {
 trap cleanup EXIT
 
 setup_test_user
-make_scratch
+make_scratch integration
 # The harness and library must be reachable by the test user.
 chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
 touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"
 head -c 4194304 /dev/urandom >"$SCRATCH/payload"
 WANT=$(sha256sum <"$SCRATCH/payload" | cut -d' ' -f1)
-PORT=$(free_port)
+PORT=$(free_port 127.0.0.1)
 start_http 127.0.0.1 "$PORT" "$SCRATCH"
 start_http ::1 "$PORT" "$SCRATCH"
 
@@ -123,7 +128,7 @@ check "IPv6 with an explicit guest address" ipv6_static_case
 # Uploads from the guest leave as TSO super-frames; libslirp refuses IPv6
 # packets over its MTU, so both directions are checked at 1500 and 65520.
 STREAM=$BUILD/bin/rknp-rel-stream
-STREAM_PORT=$(free_port)
+STREAM_PORT=$(free_port 127.0.0.1)
 "$STREAM" serve ::1 "$STREAM_PORT" --ready-file "$SCRATCH/stream.ready" \
     >/dev/null 2>&1 &
 track_bg $!
@@ -139,14 +144,15 @@ ipv6_stream_case() {
 check "IPv6 upload and download, bytes verified, at MTU 1500 and 65520" ipv6_stream_case
 
 dns_case() {
-    start_dns 127.0.0.77 rknp-test.example=192.0.2.77
-    echo "nameserver 127.0.0.77" >"$SCRATCH/resolv.conf"
+    start_dns rknp-test.example=192.0.2.77 127.0.0.77
+    echo "nameserver $DNS_ADDR" >"$SCRATCH/resolv.conf"
     # libslirp forwards 10.0.2.3 to the host resolver: give it ours in a
     # private mount namespace.
-    unshare -m sh -c "mount --bind '$SCRATCH/resolv.conf' /etc/resolv.conf &&
-        runuser -u '$RKNP_TEST_USER' -- timeout 60 '$HARNESS' -- \
-        python3 '$TESTS_LIB/dns_query.py' 10.0.2.3 rknp-test.example" \
-        | grep -qx 192.0.2.77
+    local ARGV
+    user_argv timeout 60 "$HARNESS" -- python3 "$TESTS_LIB/dns_query.py" 10.0.2.3 rknp-test.example
+    # shellcheck disable=SC2016 # $0 and $@ belong to the inner sh
+    unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' \
+        "$SCRATCH/resolv.conf" "${ARGV[@]}" | grep -qx 192.0.2.77
 }
 check "DNS through 10.0.2.3 against a loopback DNS server" dns_case
 
@@ -178,13 +184,8 @@ setup_test_host() {
     ip -n "$HOSTNS" addr add "$TH6/64" dev rknp-it-veth1 nodad
     ip -n "$HOSTNS" link set rknp-it-veth1 up
     ip -n "$HOSTNS" link set lo up
-    local a
-    for a in "$TH4" "$TH6"; do
-        ip netns exec "$HOSTNS" python3 -m http.server --bind "$a" \
-            --directory "$SCRATCH" "$PORT" 2>"$SCRATCH/testhost-$a.log" >/dev/null &
-        track_bg $!
-        wait_port "$a" "$PORT"
-    done
+    start_http "$TH4" "$PORT" "$SCRATCH" "$HOSTNS"
+    start_http "$TH6" "$PORT" "$SCRATCH" "$HOSTNS"
 }
 setup_test_host
 
@@ -200,7 +201,7 @@ from_test_host() {
     addr=${addr#[}
     addr=${addr%]}
     fetch_ok "$url?$tag" "$@" || return 1
-    got=$(sed -n "s|^\([^ ]*\) - - .*\"GET /[^ ?]*?$tag HTTP.*|\1|p" "$SCRATCH/testhost-$addr.log")
+    got=$(sed -n "s|^\([^ ]*\) - - .*\"GET /[^ ?]*?$tag HTTP.*|\1|p" "$SCRATCH/logs/http-$addr-$PORT.log")
     [ "$got" = "$want" ] || { echo "the test host saw the connection from '$got', want $want"; return 1; }
     echo "ok: the test host saw $got"
 }
@@ -227,8 +228,8 @@ check "detached netns: tap made there, caller's namespace untouched (root)" deta
 # fast path cannot reach the guest and hands its TCP forwards to libslirp.
 forward_case() {
     local hp up
-    hp=$(free_port)
-    up=$(free_port)
+    hp=$(free_port 127.0.0.1)
+    up=$(free_udp_port 127.0.0.1)
     rm -f "$SCRATCH/fwd.done" "$SCRATCH/fwd.out"
     # The servers inside stop when the host side touches fwd.done.
     run "$@" --forward "tcp,127.0.0.1,$hp,8080" --forward "udp,127.0.0.1,$up,5353" -- sh -c "
@@ -269,7 +270,7 @@ check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forwa
 # A guest forging source addresses (each would cost libslirp a host socket)
 # gets nothing through; its own address still works. A sink on the host's
 # loopback logs what arrives through the gateway.
-SINK_PORT=$(free_port)
+SINK_PORT=$(free_udp_port 127.0.0.1)
 python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -328,7 +329,7 @@ check "max_flows caps guest UDP sources and TCP connections, counted in rknp_sta
 
 # The echo server starts here, not inside check's command substitution
 # (which would wait for it to close its output).
-UDP_PORT=$(free_port)
+UDP_PORT=$(free_udp_port 127.0.0.1)
 python3 "$TESTS_LIB/udp_echo.py" 127.0.0.1 "$UDP_PORT" >/dev/null 2>&1 &
 track_bg $!
 # Datagrams over the MTU leave the guest as IPv4 fragments, which rknp
@@ -342,13 +343,14 @@ fragmented_udp_case() {
 }
 check "UDP datagrams over the MTU (up to 65507 bytes) reach the host and come back" fragmented_udp_case
 
-# The sandbox (README "Security"): the parent's stack thread, and only it,
+# The sandbox (docs/security.md): the parent's stack thread, and only it,
 # runs under a seccomp filter (mode 2 in /proc) and Landlock where the
 # kernel has it; every case above ran with it on (DNS, IPv6, forwards).
 landlock_abi() {
     python3 -c 'import ctypes; print(max(ctypes.CDLL(None).syscall(444, None, 0, 1), 0))'
 }
 # Seccomp modes of the harness's threads (the command's parent), one a line.
+# shellcheck disable=SC2016 # $PPID is the command's (run by the guest's sh)
 SECCOMP_MODES='grep -h "^Seccomp:" /proc/$PPID/task/*/status | tr -d " \t"'
 sandbox_case() {
     local out want=1 filtered
@@ -378,7 +380,7 @@ check "the command's exit code propagates" exit_code_case
 
 # By this run's marker, not by name: a concurrent run's harness is not ours.
 no_leftovers() {
-    run_leftovers rknp-harness && [ "$(harness_state)" = "$STATE_BEFORE" ]
+    run_leftovers_named rknp-harness && [ "$(harness_state)" = "$STATE_BEFORE" ]
 }
 check "no harness process or state directory left behind" no_leftovers
 

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # build_all BUILD_DIR: the C/C++ tree with CMake, then the Go command with
 # the freshly built plugin as its default --net-plugin, and upstream's

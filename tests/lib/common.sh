@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
-# Shared helpers for the integration, reliability and demo scripts
-# (sourced, run as root). Provides: test user set-up, loopback servers,
-# PASS/FAIL bookkeeping, and the end-of-suite check that nothing started is
-# left.
+# The one shell library of the test suites (sourced, run as root): the test
+# user and commands run as it, a scratch directory, loopback servers,
+# background processes and their teardown, PASS/FAIL bookkeeping and the
+# end-of-suite check that nothing started is left. Sourced by the
+# integration, reliability, demo, bench and sanitizer scripts, and by
+# tests/e2e/lib.sh, which adds what only the rootlesskit end-to-end scripts
+# need.
 
 RKNP_TEST_USER=${RKNP_TEST_USER:-rknptest}
 TESTS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=${PYTHON:-/usr/bin/python3} # not a pyenv shim: the test user runs it too
+USER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 FAILURES=0
 BG_PIDS=()
 # shellcheck source=tests/lib/run_marker.sh
@@ -22,63 +28,122 @@ track_bg() {
     echo "$1" >>"$BG_PID_FILE"
 }
 
-# /dev/net/tun as distros ship it, and an unprivileged user with subids.
+# setup_test_user: /dev/net/tun usable by anyone (as distros ship it), and
+# the unprivileged test user with subordinate id ranges for
+# newuidmap/newgidmap. Every suite creates the user here, the same way; a
+# user of that name that exists already is used as it is (another suite,
+# or a concurrent run, may be using it): only a missing range is added.
+# The lock keeps two suites starting at once from both creating it.
 setup_test_user() {
     chmod 0666 /dev/net/tun
-    if ! id "$RKNP_TEST_USER" >/dev/null 2>&1; then
-        useradd --create-home --shell /bin/bash "$RKNP_TEST_USER"
-    fi
-    for f in /etc/subuid /etc/subgid; do
-        touch "$f"
-        grep -q "^$RKNP_TEST_USER:" "$f" || echo "$RKNP_TEST_USER:200000:65536" >>"$f"
+    (
+        flock 9
+        id "$RKNP_TEST_USER" >/dev/null 2>&1 ||
+            useradd --create-home --shell /usr/sbin/nologin "$RKNP_TEST_USER"
+        local f
+        for f in /etc/subuid /etc/subgid; do
+            touch "$f"
+            grep -q "^$RKNP_TEST_USER:" "$f" || echo "$RKNP_TEST_USER:200000:65536" >>"$f"
+        done
+    ) 9>/run/lock/rknp-test-user.lock
+}
+
+# user_argv CMD...: sets ARGV to CMD run as the test user with a clean
+# environment: PATH, HOME (USER_HOME, else the user's home), TMPDIR
+# (USER_TMPDIR, else /tmp), this run's marker and the sanitizers' options
+# (a sanitizer preset sets them through ctest; the canary checks they
+# arrive), bounded by USER_TIMEOUT seconds when that is set. setpriv and
+# env exec, so signals sent to the timeout process reach CMD.
+user_argv() {
+    local home=${USER_HOME:-} keep=() v
+    [ -n "$home" ] || home=$(getent passwd "$RKNP_TEST_USER" | cut -d: -f6)
+    for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+        [ -n "${!v+set}" ] && keep+=("$v=${!v}")
     done
+    ARGV=(setpriv --reuid="$RKNP_TEST_USER" --regid="$RKNP_TEST_USER" --init-groups
+        env -i PATH="$USER_PATH" HOME="$home" TMPDIR="${USER_TMPDIR:-/tmp}"
+        RKNP_TEST_RUN="$RKNP_TEST_RUN" "${keep[@]}" "$@")
+    if [ -n "${USER_TIMEOUT:-}" ]; then
+        ARGV=(timeout -k 5 "$USER_TIMEOUT" "${ARGV[@]}")
+    fi
 }
 
-# Runs a command as the test user (keeps the environment minimal).
+# as_user CMD...: runs CMD as the test user (see user_argv).
 as_user() {
-    runuser -u "$RKNP_TEST_USER" -- "$@"
+    local ARGV
+    user_argv "$@"
+    "${ARGV[@]}"
 }
 
-# A world-readable scratch directory, removed on exit.
+# make_scratch NAME: SCRATCH, a fresh world-readable directory
+# /tmp/rknp-NAME.*, with logs/ for the background servers' output. The
+# caller removes it.
 make_scratch() {
-    SCRATCH=$(mktemp -d /tmp/rknp-test.XXXXXX)
+    SCRATCH=$(mktemp -d "/tmp/rknp-$1.XXXXXX")
     chmod 0755 "$SCRATCH"
+    mkdir "$SCRATCH/logs"
 }
 
-# free_port: prints a free TCP port on loopback.
+# free_port ADDR: a currently unused TCP port on ADDR.
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
 }
 
-# start_http ADDR PORT DIR: python http.server in the background.
-start_http() {
-    python3 -m http.server --bind "$1" --directory "$3" "$2" >/dev/null 2>&1 &
-    track_bg $!
-    wait_port "$1" "$2"
+# free_udp_port ADDR: a currently unused UDP port on ADDR.
+free_udp_port() {
+    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
 }
 
-# start_dns ADDR NAME=IP...: DNS responder on ADDR:53.
-start_dns() {
-    local addr=$1
-    shift
-    python3 "$TESTS_LIB/dns_server.py" "$addr" 53 "$@" >/dev/null 2>&1 &
-    track_bg $!
-    for _ in $(seq 50); do
-        python3 "$TESTS_LIB/dns_query.py" "$addr" "${1%%=*}" >/dev/null 2>&1 && return 0
+# wait_tcp ADDR PORT [NETNS]: until something listens (10 s at most).
+wait_tcp() {
+    local pre=()
+    [ -n "${3:-}" ] && pre=(ip netns exec "$3")
+    for _ in $(seq 100); do
+        "${pre[@]}" "$PY" -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1)' "$1" "$2" 2>/dev/null && return 0
         sleep 0.1
     done
-    echo "DNS server on $addr did not start" >&2
+    echo "nothing listens on $1:$2" >&2
     return 1
 }
 
-wait_port() {
-    for _ in $(seq 100); do
-        if python3 -c "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 1)" "$1" "$2" 2>/dev/null; then
+# start_http ADDR PORT DIR [NETNS]: python's http.server for DIR on
+# ADDR:PORT (in NETNS if given) in the background, logging to
+# $SCRATCH/logs; returns once it listens.
+start_http() {
+    local pre=()
+    [ -n "${4:-}" ] && pre=(ip netns exec "$4")
+    "${pre[@]}" "$PY" -m http.server --bind "$1" --directory "$3" "$2" \
+        >"$SCRATCH/logs/http-$1-$2.log" 2>&1 &
+    track_bg $!
+    wait_tcp "$1" "$2" "${4:-}"
+}
+
+# start_dns NAME=IP [ADDR...]: the test DNS responder (answering NAME with
+# IP) on the first ADDR:53 it can bind, of ADDR... (default: a few loopback
+# addresses, as another suite may hold 127.0.0.1:53); sets DNS_ADDR.
+start_dns() {
+    local record=$1 a pid log
+    shift
+    [ $# -gt 0 ] || set -- 127.0.0.1 127.0.53.1 127.0.53.2
+    for a in "$@"; do
+        log=$SCRATCH/logs/dns-$a.log
+        "$PY" "$TESTS_LIB/dns_server.py" "$a" 53 "$record" >"$log" 2>&1 &
+        pid=$!
+        for _ in $(seq 50); do
+            grep -q ready "$log" 2>/dev/null && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if grep -q ready "$log" 2>/dev/null; then
+            track_bg "$pid"
+            # shellcheck disable=SC2034 # the caller's result
+            DNS_ADDR=$a
             return 0
         fi
-        sleep 0.05
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
     done
-    echo "nothing listens on $1:$2" >&2
+    echo "could not start the DNS responder on any of: $*" >&2
     return 1
 }
 
@@ -111,10 +176,22 @@ end_run() {
     kill_run_processes >&2
 }
 
+# selected NAME: whether a check named NAME runs: every check unless
+# CHECK_ONLY (an extended regular expression, case-insensitive; the
+# integration suite takes it from IT_CASES) is set and NAME does not match.
+# A check left out prints one SKIP line.
+selected() {
+    [ -z "${CHECK_ONLY:-}" ] && return 0
+    grep -Eiq -- "$CHECK_ONLY" <<<"$1" && return 0
+    echo "SKIP $1"
+    return 1
+}
+
 # check NAME CMD...: runs CMD, records PASS/FAIL.
 check() {
     local name=$1
     shift
+    selected "$name" || return 0
     local out
     if out=$("$@" 2>&1); then
         echo "PASS $name"
@@ -129,6 +206,7 @@ check() {
 check_fails() {
     local name=$1
     shift
+    selected "$name" || return 0
     if "$@" >/dev/null 2>&1; then
         echo "FAIL $name (succeeded, expected failure)"
         FAILURES=$((FAILURES + 1))
@@ -147,6 +225,7 @@ finish() {
         echo "PASS no process started by this run is left"
     else
         echo "FAIL no process started by this run is left; still running:"
+        # shellcheck disable=SC2001 # a prefix on every line: ${//} has no ^
         echo "$left" | sed 's/^/    /'
         FAILURES=$((FAILURES + 1))
         kill_run_processes >/dev/null

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # Marks every process a test suite starts, so the suite can prove it left
 # none running (sourced by common.sh and tests/e2e/lib.sh).
@@ -13,10 +14,15 @@ RKNP_TEST_RUN=$(cat /proc/sys/kernel/random/uuid)
 export RKNP_TEST_RUN
 RUN_PROCS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/run_procs.py
 
-# run_leftovers [COMM]: lists this run's processes (named COMM) still alive
-# after a 3 s grace for ones being torn down; fails if there are any.
+# run_leftovers: lists this run's processes still alive after a 3 s grace
+# for ones being torn down; fails if there are any.
 run_leftovers() {
-    python3 "$RUN_PROCS" list "$RKNP_TEST_RUN" --grace 3 ${1:+--comm "$1"}
+    python3 "$RUN_PROCS" list "$RKNP_TEST_RUN" --grace 3
+}
+
+# run_leftovers_named NAME: the same for this run's processes named NAME.
+run_leftovers_named() {
+    python3 "$RUN_PROCS" list "$RKNP_TEST_RUN" --grace 3 --comm "$1"
 }
 
 # kill_run_processes: ends whatever this run still has running; the last

@@ -17,7 +17,7 @@ PACKAGES=(librknp1 librknp-dev rknp-slirp4netns rknp-rootlesskit)
 apt_locked() { flock /tmp/rknp-apt.lock env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 cleanup() {
     apt_locked purge -y -q "${PACKAGES[@]}" >/dev/null 2>&1 || true
-    [ "${KEEP_WORK:-0}" = 1 ] && echo "kept $WORK" || rm -rf "$WORK"
+    if [ "${KEEP_WORK:-0}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 step() { echo "== package: $* (${SECONDS}s so far)"; }
@@ -63,7 +63,8 @@ step "installed files: version, pkg-config and CMake consumers, man page"
 rknp-slirp4netns --version | head -n 3
 version=$(pkg-config --modversion rknp)
 [ "$lib" = "$libdir/librknp.so.$version" ] || { echo "FAIL: $lib is not librknp.so.$version"; exit 1; }
-cc -std=c99 -Wall -Werror "$ROOT/tests/abi/consumer.c" -o "$WORK/consumer" $(pkg-config --cflags --libs rknp)
+read -ra consumer_flags <<<"$(pkg-config --cflags --libs rknp)"
+cc -std=c99 -Wall -Werror "$ROOT/tests/abi/consumer.c" -o "$WORK/consumer" "${consumer_flags[@]}"
 "$WORK/consumer"
 cmake -S "$ROOT/tests/abi/cmake-consumer" -B "$WORK/cmake-consumer" >/dev/null
 cmake --build "$WORK/cmake-consumer" >/dev/null

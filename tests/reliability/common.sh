@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 
 # Shared set-up of faults.sh and load.sh (sourced, as root): the test user,
 # the tools, a scratch dir, and helpers that run the driver as that user.
@@ -7,6 +8,7 @@
 BUILD=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build}
 TCP_PATH=${2:-slirp}
 REL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
 source "$REL_DIR/../lib/common.sh"
 DRIVER=$BUILD/bin/rknp-rel-driver
 STREAM=$BUILD/bin/rknp-rel-stream
@@ -17,7 +19,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (namespaces and a test user)"; exit 77; }
 
 setup_test_user
-make_scratch
+make_scratch reliability
 chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
 cp "$REL_DIR"/*.py "$SCRATCH/" && chmod 0644 "$SCRATCH"/*.py
 touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"

@@ -8,10 +8,11 @@
 # thread, fd (socket, eventfd, tap) or state dir is left. Traffic goes only
 # to 127.0.0.1 (the host side) and the test's own namespaces.
 set -euo pipefail
+# shellcheck source=tests/reliability/common.sh
 source "$(dirname "$0")/common.sh"
-PORT=$(free_port)
-RPORT=$(free_port)
-HPORT=$(free_port)
+PORT=$(free_port 127.0.0.1)
+RPORT=$(free_port 127.0.0.1)
+HPORT=$(free_port 127.0.0.1)
 serve "$PORT"
 serve "$RPORT" --reset-after 1000000
 serve "$HPORT" --reset-after 200000 --half-close 1

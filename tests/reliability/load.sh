@@ -9,11 +9,12 @@
 # nothing left after close.
 #   REL_CONNS (512)  REL_LONG_DOWN (3 GiB)  REL_LONG_UP (1 GiB)
 set -euo pipefail
+# shellcheck source=tests/reliability/common.sh
 source "$(dirname "$0")/common.sh"
 CONNS=${REL_CONNS:-512}
 LONG_DOWN=${REL_LONG_DOWN:-3221225472}
 LONG_UP=${REL_LONG_UP:-1073741824}
-PORT=$(free_port)
+PORT=$(free_port 127.0.0.1)
 serve "$PORT"
 
 concurrent_case() {

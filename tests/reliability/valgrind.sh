@@ -7,13 +7,14 @@
 # root (the transfer runs as the test user in its own namespaces, to host
 # 127.0.0.1 only).
 set -euo pipefail
+# shellcheck source=tests/reliability/common.sh
 source "$(dirname "$0")/common.sh"
 command -v valgrind >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y valgrind >/dev/null
 VG=(valgrind --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
     --track-origins=no --num-callers=30 --trace-children=no --child-silent-after-fork=yes)
 LOGS=$SCRATCH/vg
 mkdir -p "$LOGS" && chmod 0777 "$LOGS"
-PORT=$(free_port)
+PORT=$(free_port 127.0.0.1)
 serve "$PORT"
 
 abi_case() {

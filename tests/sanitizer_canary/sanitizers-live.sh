@@ -5,7 +5,7 @@
 # rknp-sanitizer-canary must exit non-zero with the sanitizer's report on
 # stderr, under the *SAN_OPTIONS the test preset sets (inherited from ctest).
 # As root, the leak canary also runs the way faults.sh, load.sh and the
-# integration tests run their C binaries (runuser to the test user, in a new
+# integration tests run their C binaries (as_user to the test user, in a new
 # user+net namespace): a leak there must be reported too. A machine where
 # LeakSanitizer cannot run (ptrace, some containers) fails here, loudly.
 # Exit 77 (ctest SKIP) in a build without sanitizers: nothing to prove.
@@ -43,6 +43,7 @@ if [[ $SANITIZERS == *";address;"* ]]; then
     expect "leak" "ERROR: LeakSanitizer: detected memory leaks" "$CANARY" leak
     expect "heap overflow" "ERROR: AddressSanitizer: heap-buffer-overflow" "$CANARY" overflow
     if [ "$(id -u)" = 0 ]; then
+        # shellcheck source=tests/lib/common.sh
         source "$(dirname "$0")/../lib/common.sh"
         setup_test_user
         chmod o+rx "$(dirname "$CANARY")" "$(dirname "$CANARY")/.."
