@@ -12,6 +12,9 @@ PACKAGES=(
     docker.io busybox-static
     # Packaging (tests/package/run.sh), the ABI check and the man page.
     debhelper dpkg-dev fakeroot devscripts lintian abigail-tools help2man
+    # tests/vm/run.sh: Debian 12's own kernel (6.1) booted in qemu (TCG),
+    # the 9p modules found with modprobe, busybox-static as its initramfs.
+    linux-image-amd64 qemu-system-x86 kmod
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

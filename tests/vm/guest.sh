@@ -110,10 +110,61 @@ demo() {
         --copy-up=/etc -- sh -c "ip -o addr show tap0; curl -fsS -m 60 http://10.0.2.2:$port/" 2>"$OUT/plugin-start.log")
     echo "$out"
     grep -q "$page" <<<"$out" || { echo "the page did not come through"; cat "$OUT/plugin-start.log"; return 1; }
+    logged_as_probed
+}
+
+# feature NAME: its value in the features step's output.
+feature() { awk -F': ' -v k="$1" '$1 == k {print $2}' "$OUT/kernel-features.txt"; }
+
+# expect_logged WHAT PATTERN: the plugin logged a line matching PATTERN.
+expect_logged() {
+    local line
+    if line=$(grep -F 'network/plugin' "$OUT/plugin-start.log" | grep -Em1 -- "$2"); then
+        echo "ok $1: ${line#*msg=}"
+    else
+        echo "FAIL $1: no plugin log line /$2/"
+        return 1
+    fi
+}
+
+# Item 4 of issue 20: each kernel feature the plugin probes is either in
+# force or off with a log line saying so, as the kernel's answers (the
+# features step) require; the plugin logged no error.
+logged_as_probed() {
+    [ -s "$OUT/kernel-features.txt" ] || { echo "no features step output"; return 1; }
+    local bad=0
+    if [[ $(feature "Landlock ABI") == [0-9]* ]]; then
+        expect_logged "Landlock ABI $(feature "Landlock ABI"): in force" "Landlock on" || bad=1
+    else
+        expect_logged "no Landlock: said so" "Landlock off \\(" || bad=1
+    fi
+    if [ "$(feature "seccomp(2) RET_ERRNO")" = yes ]; then
+        expect_logged "seccomp: in force" "seccomp on" || bad=1
+    else
+        expect_logged "no seccomp: said so" "seccomp off \\(" || bad=1
+    fi
+    local tso="TUNSETOFFLOAD csum+TSO4+TSO_ECN (rknp below MTU 65520)"
+    if [ "$(feature "$tso")" = yes ]; then
+        expect_logged "tap offloads: on" "attached \\(offloads on\\)" || bad=1
+    else
+        expect_logged "no tap offloads: said so" "tap offloads unavailable" || bad=1
+    fi
+    if [ "$(feature "SO_PEEK_OFF on TCP")" != yes ]; then
+        expect_logged "no SO_PEEK_OFF: the TCP path chosen says so" "SO_PEEK_OFF" || bad=1
+    fi
+    if grep -F 'network/plugin' "$OUT/plugin-start.log" | grep -E 'level=(error|fatal)'; then
+        echo "FAIL the plugin logged errors"
+        bad=1
+    fi
+    [ "$bad" = 0 ]
 }
 
 for s in $STEPS; do
     case $s in
+    features)
+        step features "$REPO/tests/vm/kernel_features.py"
+        cp "$OUT/steps/features.log" "$OUT/kernel-features.txt"
+        ;;
     demo) step demo demo ;;
     e2e)
         step e2e env BUILD_DIR="$GUEST_BUILD" E2E_DRIVERS=plugin E2E_CASES="$E2E_CASES" \

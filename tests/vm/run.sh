@@ -13,7 +13,8 @@
 #
 #   RKNP_VM_KERNEL   vmlinuz to boot (default: the newest /boot/vmlinuz-6.1.*)
 #   RKNP_VM_EXPECT   required prefix of the guest's `uname -r` (default 6.1.)
-#   RKNP_VM_STEPS    "demo e2e rel_stream" (default: all three)
+#   RKNP_VM_STEPS    "features demo e2e rel_stream" (default: all; demo checks
+#                    the plugin's log against what features found)
 #   RKNP_VM_E2E_CASES  e2e cases (default: see E2E_CASES below)
 #   RKNP_VM_TIMEOUT  seconds for the whole VM run (default 1200)
 #   RKNP_VM_CPUS / RKNP_VM_MEM  (default 2 / 2048 MiB)
@@ -28,7 +29,7 @@ BUILD=$(readlink -f "${1:-${BUILD_DIR:-$ROOT/build}}")
 
 KERNEL=${RKNP_VM_KERNEL:-$(find /boot -maxdepth 1 -name 'vmlinuz-6.1.*' | sort -V | tail -n1)}
 EXPECT=${RKNP_VM_EXPECT:-6.1.}
-STEPS=${RKNP_VM_STEPS:-demo e2e rel_stream}
+STEPS=${RKNP_VM_STEPS:-features demo e2e rel_stream}
 # Outbound TCP downloads with sha256 (host loopback, a netns "remote" host,
 # the largest MTU) and published ports (the plugin port driver, whose TCP
 # forwards must be on the fast path).
