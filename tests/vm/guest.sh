@@ -44,12 +44,13 @@ ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || true
-# The subid files and e2e's setup_user write to /etc: a private, writable
-# copy (run.sh created the test user on the host, whose home is read-only
-# here).
-mkdir /run/etc
-cp -a /etc/. /run/etc/
-mount --bind /run/etc /etc
+# The subid files and e2e's setup_user write to /etc: an overlay with its
+# changes in tmpfs (a copy over 9p takes half a minute under TCG). run.sh
+# created the test user on the host: its home is read-only here.
+modprobe overlay
+mkdir -p /run/etc-changes/upper /run/etc-changes/work
+mount -t overlay -o lowerdir=/etc,upperdir=/run/etc-changes/upper,workdir=/run/etc-changes/work \
+    overlay /etc
 export HOME=/tmp/rknp-vm-root
 mkdir -m 0700 "$HOME"
 
@@ -77,6 +78,7 @@ cp -a "$BUILD"/lib/librknp.so* "$GUEST_BUILD/lib/"
 LIB=$GUEST_BUILD/lib/librknp.so.1
 
 # ---- the steps
+echo "rknp-vm: ready for the steps after $(cut -d' ' -f1 /proc/uptime) s of uptime"
 mkdir -p "$OUT/steps"
 failed=()
 # step NAME CMD...: runs CMD in a subshell, its output to the console and

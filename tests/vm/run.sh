@@ -112,7 +112,7 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
     -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
     -fsdev local,id=out,path="$OUT",security_model=none \
     -device virtio-9p-pci,fsdev=out,mount_tag=rknpout \
-    </dev/null 2>&1 | tr -d '\r' | tee "$WORK/console.log" | sed -u 's/^/  vm| /' ||
+    </dev/null 2>&1 | sed -u 's/\r$//' | tee "$WORK/console.log" | sed -u 's/^/  vm| /' ||
     qemu_rc=$?
 echo "== vm: qemu ended after $((SECONDS - t0)) s (status $qemu_rc)"
 
