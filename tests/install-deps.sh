@@ -14,6 +14,9 @@ PACKAGES=(
     debhelper dpkg-dev fakeroot devscripts lintian abigail-tools help2man
     # Every shell script is checked (tests/shellcheck.sh).
     shellcheck
+    # tests/vm/run.sh: Debian 12's own kernel (6.1) booted in qemu (TCG),
+    # the 9p modules found with modprobe, busybox-static as its initramfs.
+    linux-image-amd64 qemu-system-x86 kmod
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

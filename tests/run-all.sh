@@ -3,8 +3,9 @@
 
 # The whole test suite: shellcheck, build, unit + ABI + integration + reliability tests
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
-# end-to-end tests and the Debian packages (tests/package/run.sh). Run as root on a fresh
-# machine (it installs the Debian packages it needs).
+# end-to-end tests, some of them again on Debian 12's kernel 6.1 in a VM
+# (tests/vm/run.sh) and the Debian packages (tests/package/run.sh). Run as
+# root on a fresh machine (it installs the Debian packages it needs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
@@ -41,6 +42,8 @@ echo "== slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_slirp4netns.sh"
 echo "== rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/docker_rootless.sh"
+echo "== Debian 12's kernel 6.1 in qemu: fast-path e2e cases, stream test, demo"
+"$ROOT/tests/vm/run.sh" "$BUILD"
 echo "== packages: .debs built, lintian, installed, hardening-check, demo against them"
 "$ROOT/tests/package/run.sh"
 echo "== all tests passed"
