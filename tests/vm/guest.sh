@@ -98,6 +98,7 @@ step() {
 # rootlesskit --net=plugin fetches a page from the host's 127.0.0.1. With
 # --debug rootlesskit shows the library's log lines (start, TCP path,
 # sandbox, tap offloads), kept in OUT/plugin-start.log for the report.
+# shellcheck disable=SC2119 # make_scratch/free_port take no arguments here
 demo() {
     # shellcheck source=tests/lib/common.sh
     source "$REPO/tests/lib/common.sh"
