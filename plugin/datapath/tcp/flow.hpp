@@ -186,6 +186,11 @@ private:
     // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
     bool send_host_fin(FlowContext &c);
     bool only_in_flight_queued(uint32_t inflight) const;
+    // Discard mode with bytes in flight: whether to peek now (at least as
+    // much new data as skipped); else it may have sent our FIN or marked
+    // the socket drained.
+    bool discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
+                               size_t room);
     bool rewind(FlowContext &c);
     void on_rto(FlowContext &c);
     void window_check(FlowContext &c, bool from_timer);

@@ -144,6 +144,33 @@ bool Flow::only_in_flight_queued(uint32_t inflight) const {
     return ::ioctl(sock_.get(), FIONREAD, &queued) == 0 && uint32_t(queued) == inflight;
 }
 
+bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
+                                 size_t room) {
+    // A Discard peek copies the inflight bytes again: it goes ahead only
+    // if it brings at least as many new ones, so that no byte is copied
+    // more than twice; else the guest's ACKs (fewer to skip) or the host's
+    // data (an EPOLLIN edge) call push() again. This also bounds what is
+    // in flight to twice what one peek carries (PeekScratch::kMaxSkip).
+    int q = 0;
+    if (::ioctl(sock_.get(), FIONREAD, &q) < 0 || q < 0) return inflight < PeekScratch::kMaxSkip;
+    const uint32_t queued = uint32_t(q);
+    if (queued <= inflight) {
+        // Nothing past the bytes in flight (FIONREAD counts no FIN, and
+        // urgent bytes are inline): the stream ends right after them if
+        // the host shut its side.
+        if (v_.host_shut && queued == inflight) {
+            send_host_fin(c);
+        } else {
+            // Past the host's FIN no edge comes: the guest's ACKs retry.
+            v_.peek_drained = !v_.host_urgent && !v_.host_shut;
+        }
+        return false;
+    }
+    const uint64_t can = std::min<uint64_t>({uint64_t(queued - inflight), budget,
+                                             uint64_t(room) * kMaxPayload});
+    return can >= inflight && inflight <= PeekScratch::kMaxSkip;
+}
+
 void Flow::push(FlowContext &c) {
     v_.want_push = false;
     if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
@@ -159,22 +186,21 @@ void Flow::push(FlowContext &c) {
                 v_.rto_at = c.now + v_.rto_ms;
             return;
         }
-        // Discard mode: no more in flight than a peek can skip; the
-        // guest's next ACK calls push() again.
-        if (discard && inflight >= PeekScratch::kMaxSkip) return;
         uint32_t budget = v_.snd_wnd - inflight;
         size_t room = c.out.data_room();
         if (room == 0) {
             v_.want_push = true;
             return;
         }
+        room = std::min(room, PeekScratch::kDataIovs);
+        if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
+            return;
         // Discard mode: the bytes in flight are still first in the queue;
         // they go to the discard buffer, the frames' payload after them.
         iovec *iov = c.peek.iov();
         const size_t skip_iovs = discard ? c.peek.cover(inflight) : 0;
         const size_t skip = discard ? inflight : 0;
         size_t k = 0, asked = 0;
-        room = std::min(room, PeekScratch::kDataIovs);
         while (k < room && asked < budget) {
             size_t l = std::min<size_t>(per_frame, budget - asked);
             iov[skip_iovs + k] = {c.out.next_payload(k), l};

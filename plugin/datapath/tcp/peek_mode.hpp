@@ -9,8 +9,9 @@
 // are still at the start of the socket's receive queue; a peek starts
 // there, so its first iovecs take those bytes again into one 64 KiB
 // discard buffer, repeated as often as needed (the kernel only writes
-// them), and the frames' payload buffers follow. At most kSkipIovs entries
-// can be spent that way: a flow keeps at most kMaxSkip bytes in flight.
+// them), and the frames' payload buffers follow. A flow peeks only when
+// that brings at least as many new bytes as it skips (Flow::push), so the
+// skip never exceeds what one peek carries: kMaxSkip, kSkipIovs entries.
 #pragma once
 
 #include <sys/uio.h>
@@ -46,10 +47,11 @@ class PeekScratch {
 public:
     static constexpr size_t kDiscardBytes = 64 * 1024;
     static constexpr size_t kDataIovs = 64;  // frames filled per peek at most
-    static constexpr size_t kIovs = 1024;    // the kernel's UIO_MAXIOV
-    static constexpr size_t kSkipIovs = kIovs - kDataIovs;
-    // The most a Discard peek can skip: what a flow may have in flight.
-    static constexpr uint32_t kMaxSkip = uint32_t(kSkipIovs * kDiscardBytes); // 60 MiB
+    // The most a Discard peek skips: what one peek can carry (64 frames of
+    // at most 64 KiB), so a flow has at most twice that in flight.
+    static constexpr size_t kSkipIovs = kDataIovs;
+    static constexpr size_t kIovs = kSkipIovs + kDataIovs; // <= UIO_MAXIOV
+    static constexpr uint32_t kMaxSkip = uint32_t(kSkipIovs * kDiscardBytes); // 4 MiB
 
     explicit PeekScratch(PeekMode mode);
     PeekScratch(const PeekScratch &) = delete;
