@@ -6,7 +6,9 @@
 # child (-R: the direction that peeks at host sockets) and child -> host
 # through rknp-rel-driver --tcp-path fast --tcp-peek offset|discard (MTU
 # 65520), the modes alternating run by run against one iperf3 server on
-# the host's 127.0.0.1. Prints every run, the medians and discard/offset.
+# the host's 127.0.0.1. Prints every run, the medians, and the median of
+# the ratios discard/offset of each pair of runs (the two modes back to
+# back: the ratio least disturbed by a busy machine).
 # Offset needs Linux >= 6.9.
 #
 #   sudo tests/bench/peek_modes.sh [BUILD_DIR]
@@ -52,6 +54,9 @@ for ((i = 1; i <= REPEAT; i++)); do
             echo "run $i $dir $mode: $g Gbit/s"
             runs[$dir.$mode]+="$g "
         done
+        o=${runs[$dir.offset]% }
+        d=${runs[$dir.discard]% }
+        runs[$dir.ratio]+="$(awk -v o="${o##* }" -v d="${d##* }" 'BEGIN {print d / o}') "
     done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
@@ -60,6 +65,7 @@ for dir in down up; do
     d=$(median <<<"${runs[$dir.discard]}")
     label="host -> child (-R)"
     [ "$dir" = up ] && label="child -> host"
-    awk -v l="$label" -v o="$o" -v d="$d" -v n="$REPEAT" \
-        'BEGIN {printf "%s, median of %d: offset %.2f, discard %.2f Gbit/s, discard/offset %.2f\n", l, n, o, d, d / o}'
+    r=$(median <<<"${runs[$dir.ratio]}")
+    awk -v l="$label" -v o="$o" -v d="$d" -v r="$r" -v n="$REPEAT" \
+        'BEGIN {printf "%s, medians of %d: offset %.2f, discard %.2f Gbit/s; discard/offset of each pair, median %.2f\n", l, n, o, d, r}'
 done
