@@ -57,14 +57,17 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         uint32_t n = data_end - v_.snd_una;
         if (n != 0) {
             // The acked bytes leave the kernel's queue only now; the peek
-            // offset moves back by as much, staying = bytes in flight.
-            ssize_t r;
-            do
-                r = ::recv(sock_.get(), nullptr, n, MSG_TRUNC | MSG_DONTWAIT);
-            while (r < 0 && errno == EINTR);
-            if (r != ssize_t(n)) {
-                close(c, Reset::Both);
-                return false;
+            // offset moves back by as much, staying = bytes in flight. A
+            // read ends at an urgent mark (even inline): repeat until all
+            // acked bytes are gone.
+            for (uint32_t left = n; left != 0;) {
+                ssize_t r = ::recv(sock_.get(), nullptr, left, MSG_TRUNC | MSG_DONTWAIT);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0 || uint32_t(r) > left) {
+                    close(c, Reset::Both);
+                    return false;
+                }
+                left -= uint32_t(r);
             }
             c.stats.bytes_to_guest += n;
         }
