@@ -188,6 +188,15 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         return;
     }
     if (ev & EPOLLERR) {
+        // What the host sent before its RST is still readable (an HTTP
+        // server's 413, then close with the upload unread): to the guest
+        // first, then the RST after it.
+        if (v_.state == State::Established && (ev & EPOLLIN)) {
+            v_.host_shut = true;
+            v_.peek_drained = false;
+            push(c);
+            if (closed()) return;
+        }
         close(c, Reset::Both);
         return;
     }
