@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // How fast-path flows end, against the simulated guest (tcp_sim_guest.hpp):
-// a host reset after data.
+// a host reset after data, half-closed flows that wait.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -59,4 +59,32 @@ TEST_CASE("tcp_closing: a server's last bytes before its RST reach the guest") {
     REQUIRE(!seqs.empty());
     CHECK(seqs.front() == k.g.rcv_nxt);
     CHECK(k.sim.fp->flows() == 0);
+}
+
+TEST_CASE("tcp_closing: a half-closed flow waits for a slow reply as long as the host socket lives") {
+    Conn k;
+    // The guest shut its write side down and waits for the reply.
+    k.g.send(kAck | kFin, k.g.snd_nxt);
+    k.g.snd_nxt += 1;
+    Rx r;
+    REQUIRE(k.g.next(r));
+    CHECK(r.seg.ack == k.g.snd_nxt);
+    k.sim.advance(10 * 60 * 1000); // ten silent minutes
+    CHECK(k.sim.fp->flows() == 1);
+    CHECK(k.stats().timeouts == 0);
+    k.sim.rx.clear();
+    // The reply, then the server's FIN: an orderly end.
+    Bytes reply = pattern(5000, 41);
+    REQUIRE(::send(k.c, reply.data(), reply.size(), MSG_NOSIGNAL) == 5000);
+    REQUIRE(::shutdown(k.c, SHUT_WR) == 0);
+    Bytes got;
+    for (int i = 0; i < 500 && !k.g.got_fin; ++i) {
+        k.sim.pump(1);
+        while (k.g.next(r, 0)) k.g.absorb(r, &got);
+    }
+    CHECK(got == reply);
+    REQUIRE(k.g.got_fin);
+    k.g.ack();
+    CHECK(k.sim.fp->flows() == 0);
+    CHECK(k.stats().resets_to_guest == 0);
 }

@@ -63,20 +63,15 @@ void Flow::close(FlowContext &c, Reset reset) {
     }
     sock_.reset(); // also leaves the epoll set
     v_.state = State::Free;
-    v_.rto_at = v_.wnd_at = v_.idle_at = -1;
+    v_.rto_at = v_.wnd_at = -1;
     v_.owe_ack = v_.owe_synack = v_.want_push = false;
 }
 
 int64_t Flow::deadline() const {
     int64_t d = -1;
-    for (int64_t t : {v_.rto_at, v_.wnd_at, v_.idle_at})
+    for (int64_t t : {v_.rto_at, v_.wnd_at})
         if (t >= 0 && (d < 0 || t < d)) d = t;
     return d;
-}
-
-void Flow::touch(FlowContext &c) {
-    if (v_.state != State::Free && (v_.guest_fin || v_.host_eof))
-        v_.idle_at = c.now + kHalfClosedIdleMs;
 }
 
 void Flow::guest_segment(FlowContext &c, const Segment &s) {
@@ -156,7 +151,6 @@ void Flow::guest_segment(FlowContext &c, const Segment &s) {
     flush_owed(c);
     push(c);
     if (closed()) return;
-    touch(c);
     maybe_finish(c);
 }
 
@@ -214,17 +208,11 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         }
         if (closed()) return;
         if (ev & EPOLLOUT) window_check(c, false);
-        touch(c);
         maybe_finish(c);
     }
 }
 
 void Flow::timer(FlowContext &c) {
-    if (v_.idle_at >= 0 && c.now >= v_.idle_at) {
-        ++c.stats.timeouts;
-        close(c, Reset::Both);
-        return;
-    }
     if (v_.rto_at >= 0 && c.now >= v_.rto_at) {
         v_.rto_at = -1;
         on_rto(c);

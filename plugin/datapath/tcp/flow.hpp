@@ -31,7 +31,7 @@ struct FastPathStats {
     uint64_t resets_to_guest = 0; // on errors, timeouts, refusals
     uint64_t retransmits = 0;     // timer-driven rewinds
     uint64_t fast_retransmits = 0; // duplicate-ACK-driven rewinds
-    uint64_t timeouts = 0;        // flows given up (retries, idle)
+    uint64_t timeouts = 0;        // flows given up (retries)
     uint64_t segments_dropped = 0; // out of order, bad ACK, bad state
     uint64_t malformed = 0;       // TCP frames with lying lengths
     uint64_t partial_sends = 0;   // host socket took part of a segment
@@ -75,7 +75,6 @@ public:
     // connection-establishment timer.
     static constexpr uint8_t kMaxSynRetries = 6;
     static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
-    static constexpr int64_t kHalfClosedIdleMs = 60000;
     static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
 
     struct Open {
@@ -165,7 +164,9 @@ private:
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
         // Deadlines (ms, -1 unarmed).
-        int64_t rto_at = -1, wnd_at = -1, idle_at = -1;
+        // No idle deadline: a half-closed flow lives as long as its host
+        // socket (a guest that shut its write side may wait long for a reply).
+        int64_t rto_at = -1, wnd_at = -1;
         uint32_t wnd_check_ms = kWndCheckMinMs;
         // Work a full batch postponed.
         bool owe_synack = false, owe_ack = false, want_push = false;
@@ -197,7 +198,6 @@ private:
     uint16_t window_field(uint32_t wnd) const;
     bool window_low() const;
     void set_epoll(FlowContext &c, uint32_t events, bool add);
-    void touch(FlowContext &c);
     void maybe_finish(FlowContext &c);
     // Who gets an RST when a flow closes (the host's by SO_LINGER 0);
     // None is the orderly end, both FINs exchanged.
