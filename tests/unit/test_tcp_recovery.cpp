@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Fast-path loss recovery against the simulated guest (tcp_sim_guest.hpp):
-// acked data dropped across an urgent mark.
+// acked data dropped across an urgent mark, RFC 6582's recover point after
+// fast and timeout retransmissions.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -51,4 +52,80 @@ TEST_CASE("tcp_recovery: an ACK across an urgent mark drops all the acked bytes"
     }
     CHECK(more == e);
     CHECK(k.stats().resets_to_guest == 0);
+}
+
+namespace {
+
+// One host write of n bytes (appended to *sent); the frame it makes for
+// the guest is returned, not taken. The socket holds about 95 KiB unread
+// on loopback: three of 22000 make a resend of two frames (64240 + 1760).
+Rx host_sends(Conn &k, uint32_t seed, Bytes *sent, size_t n = 22000) {
+    Bytes d = pattern(n, seed);
+    REQUIRE(::send(k.c, d.data(), d.size(), MSG_NOSIGNAL) == ssize_t(n));
+    sent->insert(sent->end(), d.begin(), d.end());
+    Rx f;
+    REQUIRE(k.g.next(f));
+    REQUIRE(f.seg.payload.size() == n);
+    return f;
+}
+
+// The guest takes what comes until it has want bytes in order, ACKing
+// every data frame, and every ACK that moves forward twice (a duplicate
+// ACK at once if that is at snd_una == recover).
+Bytes receive_acking_twice(Conn &k, size_t want) {
+    Bytes got;
+    Rx r;
+    for (int i = 0; i < 500 && got.size() < want; ++i) {
+        k.sim.pump(1);
+        while (k.g.next(r, 0)) {
+            const uint32_t before = k.g.rcv_nxt;
+            k.g.absorb(r, &got);
+            if (r.seg.payload.empty()) continue;
+            k.g.ack();
+            if (k.g.rcv_nxt != before) k.g.ack();
+        }
+    }
+    return got;
+}
+
+} // namespace
+
+TEST_CASE("tcp_recovery: copies of data the guest held start no second fast retransmit") {
+    // The guest keeps out-of-order data: after the rewind it ACKs up to
+    // recover at once, and the resent copies behind that are duplicate
+    // ACKs at snd_una == recover, not past it (RFC 6582): no new rewind.
+    Conn k;
+    k.g.keep_ooo = true;
+    Bytes sent;
+    host_sends(k, 51, &sent); // lost
+    for (uint32_t seed : {52u, 53u}) {
+        Rx f = host_sends(k, seed, &sent);
+        k.g.absorb(f, nullptr); // held
+        k.g.ack();              // a duplicate ACK
+    }
+    REQUIRE(k.stats().fast_retransmits == 1);
+    // The host's FIN goes out behind the resent copies (the socket has no
+    // room for more data): still in flight when they arrive.
+    REQUIRE(::shutdown(k.c, SHUT_WR) == 0);
+    CHECK(receive_acking_twice(k, sent.size()) == sent);
+    CHECK(k.stats().fast_retransmits == 1);
+    CHECK(k.stats().retransmits == 0);
+}
+
+TEST_CASE("tcp_recovery: duplicates after a timeout retransmission start no fast retransmit") {
+    // RFC 6582 4: a timeout sets recover to the highest sequence sent.
+    Conn k;
+    k.g.keep_ooo = true;
+    Bytes sent;
+    host_sends(k, 61, &sent); // lost
+    for (uint32_t seed : {62u, 63u}) {
+        Rx f = host_sends(k, seed, &sent);
+        k.g.absorb(f, nullptr); // held, and the guest's ACKs are lost
+    }
+    k.sim.advance(1100); // the timer rewinds and resends
+    REQUIRE(k.stats().retransmits == 1);
+    REQUIRE(::shutdown(k.c, SHUT_WR) == 0);
+    CHECK(receive_acking_twice(k, sent.size()) == sent);
+    CHECK(k.stats().fast_retransmits == 0);
+    CHECK(k.stats().retransmits == 1);
 }

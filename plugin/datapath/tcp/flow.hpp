@@ -132,7 +132,7 @@ private:
         uint32_t snd_high = 0;    // highest snd_max ever sent (rewinds go below)
         uint32_t fin_seq = 0;     // our FIN's sequence number, if fin_ever
         bool fin_ever = false;    // our FIN went out at least once
-        uint32_t recover = 0;     // no new fast retransmit before this is acked
+        uint32_t recover = 0;     // no new fast retransmit until acked beyond
         uint8_t guest_ws = 0;     // shift of the guest's windows
         uint8_t our_ws = 0;       // shift of ours (0 if the guest offered no WS)
         uint16_t mss = 536;       // of segments to the guest

@@ -92,9 +92,12 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
     } else if (s.payload.empty() && !(s.flags & kFin) &&
                s.window == v_.last_wnd_field && in_flight()) {
         // A duplicate ACK (RFC 5681: no data, same ACK and window). Once per
-        // loss episode: not again before what was out at the rewind is acked.
-        if (++v_.dupacks >= kDupAcks && seq_ge(v_.snd_una, v_.recover)) {
-            v_.recover = snd_max();
+        // loss episode (RFC 6582): not again before the guest acks beyond
+        // all that was out at the last rewind. A guest that kept the data
+        // after a hole acks up to exactly that, then repeats it for each
+        // resent copy: no reason to resend again.
+        if (++v_.dupacks >= kDupAcks && seq_gt(v_.snd_una, v_.recover)) {
+            v_.recover = v_.snd_high;
             v_.dupacks = 0;
             ++c.stats.fast_retransmits;
             if (!rewind(c)) return false;
@@ -232,7 +235,10 @@ void Flow::on_rto(FlowContext &c) {
         // Persist: the guest is alive but not reading. Probe with an old
         // sequence number (the guest answers with its window) and never
         // count it as a failure.
-        if (in_flight() && !rewind(c)) return;
+        if (in_flight()) {
+            v_.recover = v_.snd_high;
+            if (!rewind(c)) return;
+        }
         v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
         v_.rto_at = c.now + v_.rto_ms;
         emit(c, kAck, v_.snd_una - 1, 0, window_field(v_.adv_wnd));
@@ -245,6 +251,9 @@ void Flow::on_rto(FlowContext &c) {
         return;
     }
     ++c.stats.retransmits;
+    // RFC 6582 4: duplicate ACKs for what was out before the timeout
+    // start no fast retransmit.
+    v_.recover = v_.snd_high;
     if (!rewind(c)) return;
     v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
     push(c);
