@@ -2,7 +2,7 @@
 
 // Fast-path loss recovery against the simulated guest (tcp_sim_guest.hpp):
 // acked data dropped across an urgent mark, RFC 6582's recover point after
-// fast and timeout retransmissions.
+// fast and timeout retransmissions, what is not a duplicate ACK.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -128,4 +128,21 @@ TEST_CASE("tcp_recovery: duplicates after a timeout retransmission start no fast
     CHECK(receive_acking_twice(k, sent.size()) == sent);
     CHECK(k.stats().fast_retransmits == 0);
     CHECK(k.stats().retransmits == 1);
+}
+
+TEST_CASE("tcp_recovery: guest keepalives and window probes are no duplicate ACKs") {
+    Conn k;
+    Bytes data = pattern(20000, 36);
+    REQUIRE(::send(k.c, data.data(), data.size(), MSG_NOSIGNAL) == 20000);
+    Rx r;
+    REQUIRE(k.g.next(r)); // in flight, not taken: every ACK below is at snd_una
+    // Linux's keepalive and zero-window probe: seq = rcv_nxt - 1, no data,
+    // the same ACK and window as before.
+    for (int i = 0; i < 4; ++i) k.g.send(kAck, k.g.snd_nxt - 1);
+    k.sim.pump(2);
+    CHECK(k.stats().fast_retransmits == 0);
+    // Two real duplicate ACKs still mean a loss.
+    k.g.ack();
+    k.g.ack();
+    CHECK(k.stats().fast_retransmits == 1);
 }

@@ -89,9 +89,10 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         v_.retries = 0;
         v_.rto_ms = rto_base();
         v_.rto_at = in_flight() ? c.now + v_.rto_ms : -1;
-    } else if (s.payload.empty() && !(s.flags & kFin) &&
+    } else if (s.payload.empty() && !(s.flags & kFin) && !seq_lt(s.seq, v_.rcv_nxt) &&
                s.window == v_.last_wnd_field && in_flight()) {
-        // A duplicate ACK (RFC 5681: no data, same ACK and window). Once per
+        // A duplicate ACK (RFC 5681: no data, same ACK and window; not a
+        // keepalive or zero-window probe, seq = rcv_nxt - 1). Once per
         // loss episode (RFC 6582): not again before the guest acks beyond
         // all that was out at the last rewind. A guest that kept the data
         // after a hole acks up to exactly that, then repeats it for each
