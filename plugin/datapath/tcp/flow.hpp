@@ -63,7 +63,10 @@ class Flow {
 public:
     // Guest-initiated: Connecting (host connect() in progress), SynAckSent.
     // Host-initiated (a forwarded port): HostSynSent, our SYN is out.
-    enum class State : uint8_t { Free, Connecting, SynAckSent, HostSynSent, Established };
+    // Closing: the socket is gone, RSTs for the guest wait for room in
+    // the output batch (service() sends them, then the flow is Free).
+    enum class State : uint8_t { Free, Connecting, SynAckSent, HostSynSent, Established,
+                                 Closing };
 
     static constexpr int kOurWs = 7;            // our windows up to 8 MiB
     static constexpr uint32_t kRtoInitialMs = 1000; // RFC 6298, before any sample
@@ -111,7 +114,9 @@ public:
     const Endpoints &endpoints() const { return v_.ep; }
     // Earliest deadline, or -1.
     int64_t deadline() const;
-    bool wants_service() const { return v_.owe_synack || v_.owe_ack || v_.want_push; }
+    bool wants_service() const {
+        return v_.owe_synack || v_.owe_ack || v_.want_push || v_.state == State::Closing;
+    }
     // Data of an established flow starting past the next byte expected
     // (within the window): guest_segment would drop it.
     bool ahead(const Segment &s) const;
@@ -170,6 +175,9 @@ private:
         uint32_t wnd_check_ms = kWndCheckMinMs;
         // Work a full batch postponed.
         bool owe_synack = false, owe_ack = false, want_push = false;
+        // Closing: the RST goes to a guest in SYN-SENT; RSTs already out.
+        bool rst_for_syn = false;
+        uint8_t rsts_sent = 0;
     };
 
     void connected(FlowContext &c);
@@ -203,6 +211,8 @@ private:
     // None is the orderly end, both FINs exchanged.
     enum class Reset : uint8_t { None, Guest, Host, Both };
     void close(FlowContext &c, Reset reset);
+    // The RSTs a closing flow owes the guest; false if the batch filled.
+    bool send_rsts(FlowContext &c);
     uint32_t snd_max() const { return v_.snd_nxt + (v_.fin_sent ? 1 : 0); }
     bool in_flight() const {
         return v_.snd_nxt != v_.snd_una || (v_.fin_sent && !v_.fin_acked);
