@@ -2,7 +2,8 @@
 
 // Fast-path loss recovery against the simulated guest (tcp_sim_guest.hpp):
 // acked data dropped across an urgent mark, RFC 6582's recover point after
-// fast and timeout retransmissions, what is not a duplicate ACK.
+// fast and timeout retransmissions, what is not a duplicate ACK, and how
+// long unacknowledged data is retried.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -145,4 +146,24 @@ TEST_CASE("tcp_recovery: guest keepalives and window probes are no duplicate ACK
     k.g.ack();
     k.g.ack();
     CHECK(k.stats().fast_retransmits == 1);
+}
+
+TEST_CASE("tcp_recovery: unacknowledged data is retried for about 15 minutes, as Linux does") {
+    // tcp_retries2 = 15 with a 200 ms RTO: 924.6 s before the reset.
+    Conn k;
+    Bytes data = pattern(10000, 37);
+    REQUIRE(::send(k.c, data.data(), data.size(), MSG_NOSIGNAL) == 10000);
+    Rx r;
+    REQUIRE(k.g.next(r)); // never ACKed
+    const int64_t start = k.sim.now;
+    while (k.sim.fp->flows() > 0 && k.sim.now - start < 2'000'000) {
+        k.sim.advance(1000);
+        k.sim.rx.clear();
+    }
+    const int64_t lasted = k.sim.now - start;
+    CHECK(lasted >= 900'000);
+    CHECK(lasted <= 960'000);
+    CHECK(k.sim.fp->flows() == 0);
+    CHECK(k.stats().timeouts == 1);
+    CHECK(k.stats().resets_to_guest == 1);
 }

@@ -73,7 +73,10 @@ public:
     static constexpr uint32_t kRtoMinMs = 200;      // Linux's floor: the guest
                                                     // delays ACKs up to 40 ms
     static constexpr uint32_t kRtoMaxMs = 16000;
-    static constexpr uint8_t kMaxRetries = 8;
+    static constexpr uint8_t kMaxRetries = 8; // of our SYN-ACK
+    // Data unacknowledged this long resets the flow: Linux's tcp_retries2
+    // = 15 with a 200 ms RTO ((2^10 - 1) x 0.2 s + 6 x 120 s = 924.6 s).
+    static constexpr int64_t kGiveUpMs = 924600;
     // SYNs to the guest: 1+2+4+8+16+16+16 s, about libslirp's 75 s
     // connection-establishment timer.
     static constexpr uint8_t kMaxSynRetries = 6;
@@ -143,6 +146,7 @@ private:
         uint16_t mss = 536;       // of segments to the guest
         uint16_t our_mss = 536;   // advertised to the guest
         uint8_t dupacks = 0, retries = 0;
+        int64_t stall_since = -1; // established: when the unacked data went out
         uint32_t rto_ms = kRtoInitialMs;
         // RTT estimate (RFC 6298), one timed segment at a time, none timed
         // across a retransmission (Karn).

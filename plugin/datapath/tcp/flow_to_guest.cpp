@@ -87,6 +87,7 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         }
         v_.dupacks = 0;
         v_.retries = 0;
+        v_.stall_since = -1;
         v_.rto_ms = rto_base();
         v_.rto_at = in_flight() ? c.now + v_.rto_ms : -1;
     } else if (s.payload.empty() && !(s.flags & kFin) && !seq_lt(s.seq, v_.rcv_nxt) &&
@@ -246,7 +247,10 @@ void Flow::on_rto(FlowContext &c) {
         return;
     }
     if (!in_flight()) return;
-    if (++v_.retries > kMaxRetries) {
+    // Given up like Linux with tcp_retries2 = 15: after about 15 minutes
+    // without progress, counted from when the oldest data went out.
+    if (v_.stall_since < 0) v_.stall_since = c.now - v_.rto_ms;
+    if (c.now - v_.stall_since >= kGiveUpMs) {
         ++c.stats.timeouts;
         close(c, Reset::Both);
         return;
