@@ -62,7 +62,8 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
     tcp::FastPathConfig fc = fast_path_config(cfg_);
-    // Called only from guest frames, once ingress_ exists.
+    // Called for guest SYNs and connections accepted on forwarded ports,
+    // both only once ingress_ exists.
     fc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
     auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
     if (fast->enabled()) return fast;

@@ -138,7 +138,12 @@ void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
     // only clash after the gateway translation), or a full table.
     const bool clash =
         table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h).has_value();
-    std::optional<uint32_t> slot = clash ? std::nullopt : table_.reserve();
+    // The admission of a guest SYN too (max_flows shared with libslirp,
+    // new flows a second). Reset or Drop: the client gets an RST either
+    // way, an accepted connection cannot wait for a retransmission.
+    const bool admitted =
+        !clash && (!cfg_.admit_flow || cfg_.admit_flow() == Admission::Accept);
+    std::optional<uint32_t> slot = admitted ? table_.reserve() : std::nullopt;
     if (!slot) {
         if (!clash) ++stats_.flows_refused;
         ++stats_.forward_refused;
