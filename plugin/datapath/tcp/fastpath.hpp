@@ -102,6 +102,9 @@ private:
     // Connections accepted per listener and wake-up: the listener is
     // level-triggered, the rest wait for the next round.
     static constexpr int kAcceptBudget = 16;
+    // A listener whose accept4 ran out of fds or memory leaves the epoll
+    // set this long (level-triggered, it would wake the loop at once).
+    static constexpr int64_t kAcceptPauseMs = 100;
 
     struct ForwardListener {
         UniqueFd fd; // invalid: free entry
@@ -109,6 +112,7 @@ private:
         socklen_t host_len = 0;
         uint32_t guest4 = 0;
         uint16_t guest_port = 0;
+        bool paused = false; // out of the epoll set until listeners_resume_at_
     };
 
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
@@ -133,6 +137,8 @@ private:
     void service_pending();
     void wake();
     void accept_forward(size_t slot);
+    void pause_listener(size_t slot);
+    void resume_listeners();
     void open_forwarded(const ForwardListener &l, UniqueFd sock,
                         const sockaddr_storage &peer);
     // The guest's source address as a forwarded flow shows it (libslirp's
@@ -157,6 +163,7 @@ private:
     size_t pending_head_ = 0, pending_count_ = 0;
     uint64_t isn_seed_ = 0;
     std::vector<ForwardListener> fwds_;
+    int64_t listeners_resume_at_ = -1; // ms; -1: none paused
     uint8_t guest_mac_[6]{};
     bool guest_mac_known_ = false;
 };

@@ -43,6 +43,7 @@ struct FastPathStats {
     uint64_t forward_refused = 0;   // of those, closed at once (table full, clash)
     uint64_t forward_established = 0; // the guest answered our SYN
     uint64_t forward_syn_timeouts = 0; // the guest never answered
+    uint64_t accept_paused = 0;    // accept4 out of fds/memory: listener paused
     uint64_t arp_requests = 0;     // guest MAC not known yet: asked for it
     uint64_t reorder_held = 0;     // guest segments ahead of a gap, held
     uint64_t reorder_filled = 0;   // of those, delivered once the gap filled
