@@ -221,6 +221,9 @@ void StackLoop::detach_tap(const std::string &why) {
     cfg_.logger.info("tap detached: " + why);
     coalescer_.flush(); // frames for a dead tap are dropped by TapIo
     tap_.detach();
+    // Fast-path flows would stay open (idle ones for ever) with nobody
+    // behind them: reset their host sides now.
+    if (fast_) fast_->tap_detached();
 }
 
 void StackLoop::drain_tap() {

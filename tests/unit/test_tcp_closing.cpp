@@ -2,7 +2,8 @@
 
 // How fast-path flows end, against the simulated guest (tcp_sim_guest.hpp):
 // a host reset after data, half-closed flows that wait, the RSTs a closing
-// flow owes the guest (room in the batch, their sequence numbers).
+// flow owes the guest (room in the batch, their sequence numbers), and the
+// flows of a tap that went away.
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
@@ -151,4 +152,33 @@ TEST_CASE("tcp_closing: a reset after a rewind is sent where the guest is") {
     CHECK(std::find(seqs.begin(), seqs.end(), have) != seqs.end());
     CHECK(std::find(seqs.begin(), seqs.end(), acked) != seqs.end());
     CHECK(k.sim.fp->flows() == 0);
+}
+
+TEST_CASE("tcp_closing: when the tap goes, every flow ends and its host peer is reset") {
+    Sim sim;
+    Listener l;
+    Guest a(sim, false, l.port, 42000), b(sim, false, l.port, 42001);
+    REQUIRE(a.connect());
+    int ca = accept_from(sim, l);
+    REQUIRE(b.connect());
+    int cb = accept_from(sim, l);
+    REQUIRE((ca >= 0 && cb >= 0));
+    // One idle, one half-closed by the guest: neither has a deadline.
+    b.send(kAck | kFin, b.snd_nxt);
+    b.snd_nxt += 1;
+    sim.pump(5);
+    sim.rx.clear();
+    REQUIRE(sim.fp->flows() == 2);
+    sim.fp->tap_detached();
+    CHECK(sim.fp->flows() == 0);
+    CHECK(sim.fp->frames().empty()); // nothing for a guest that is gone
+    CHECK(sim.fp->ms_until_next_timer(sim.now) < 0);
+    Bytes got;
+    CHECK(drain(ca, got) == -ECONNRESET);
+    int d = drain(cb, got); // the guest's FIN came first
+    if (d == 0) d = drain(cb, got);
+    CHECK((d == -ECONNRESET || d == 0));
+    CHECK(got.empty());
+    ::close(ca);
+    ::close(cb);
 }

@@ -325,6 +325,18 @@ void FastPath::run_timers(int64_t now_ms) {
     }
 }
 
+void FastPath::tap_detached() {
+    const int64_t t = now();
+    for (uint32_t idx = 0; idx < table_.slots() && table_.open_flows() != 0; ++idx) {
+        if (table_[idx].closed()) continue;
+        FlowContext c = ctx(t);
+        table_[idx].guest_gone(c);
+        settle(c, idx);
+    }
+    out_.clear();
+    guest_mac_known_ = false;
+}
+
 void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
     if (frame.size() < kEthLen) return;
     const uint8_t *mac = frame.data() + 6;

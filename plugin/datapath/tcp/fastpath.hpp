@@ -90,6 +90,11 @@ public:
     bool remove_forward(const sockaddr *host, socklen_t host_len);
     size_t forwards() const;
 
+    // The tap went away (the stack loop's detach path): no guest to talk
+    // to, so every flow ends at once, its host peer reset, and no frame
+    // waits for it. Listeners stay; the guest's MAC is learnt anew.
+    void tap_detached();
+
     const FastPathStats &stats() const { return stats_; }
     size_t flows() const { return table_.open_flows(); }
 

@@ -81,6 +81,11 @@ bool Flow::send_rsts(FlowContext &c) {
     return true;
 }
 
+void Flow::guest_gone(FlowContext &c) {
+    if (v_.state == State::Closing) v_.state = State::Free; // no RST owed now
+    close(c, Reset::Host);
+}
+
 int64_t Flow::deadline() const {
     int64_t d = -1;
     for (int64_t t : {v_.rto_at, v_.wnd_at})

@@ -112,6 +112,9 @@ public:
     void timer(FlowContext &c);
     // Retries what a full batch postponed.
     void service(FlowContext &c);
+    // The guest is gone (its tap detached): the host side gets an RST,
+    // the guest nothing; the flow is Free after.
+    void guest_gone(FlowContext &c);
 
     bool closed() const { return v_.state == State::Free; }
     State state() const { return v_.state; }
