@@ -79,6 +79,17 @@ inline void guest_arp_reply(Sim &sim) {
     CHECK(sim.input(f) == Verdict::NotMine);
 }
 
+// A forward on a free loopback port, the guest's MAC known, and a host
+// client connected to it (its port in *cport); the client's fd.
+inline int forwarded_client(Sim &sim, uint16_t *cport) {
+    uint16_t port = free_port();
+    REQUIRE(add(sim, port) == 0);
+    guest_arp_reply(sim);
+    int c = client(port, cport);
+    REQUIRE(c >= 0);
+    return c;
+}
+
 // The guest side of a forwarded connection: the guest is the server, so
 // its "source" is the guest port and its "destination" the client's port
 // as the fast path translated it (10.0.2.2 for a loopback client).

@@ -51,12 +51,8 @@ TEST_CASE("tcp_forward_limits: accepted connections go through the new-flow admi
             return verdict;
         };
         Sim sim(cfg);
-        uint16_t port = free_port();
-        REQUIRE(add(sim, port) == 0);
-        guest_arp_reply(sim);
         uint16_t cport = 0;
-        int c = client(port, &cport);
-        REQUIRE(c >= 0);
+        int c = forwarded_client(sim, &cport);
         CHECK(pumped_recv_error(sim, c) == ECONNRESET);
         CHECK(asked == 1);
         CHECK(sim.fp->flows() == 0);
@@ -69,12 +65,8 @@ TEST_CASE("tcp_forward_limits: accepted connections go through the new-flow admi
 
 TEST_CASE("tcp_forward_limits: out of fds, a listener pauses instead of spinning") {
     Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
-    guest_arp_reply(sim);
     uint16_t cport = 0;
-    int c = client(port, &cport);
-    REQUIRE(c >= 0);
+    int c = forwarded_client(sim, &cport);
     {
         NoFreeFds none;
         REQUIRE(readable(sim.fp->epoll_fd()));

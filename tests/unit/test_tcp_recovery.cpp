@@ -70,6 +70,19 @@ Rx host_sends(Conn &k, uint32_t seed, Bytes *sent, size_t n = 22000) {
     return f;
 }
 
+// Three host writes; the guest loses the first frame and holds the other
+// two, sending a duplicate ACK for each if dup_acks.
+Bytes lose_one_hold_two(Conn &k, uint32_t seed, bool dup_acks) {
+    Bytes sent;
+    host_sends(k, seed, &sent); // lost
+    for (uint32_t i = 1; i <= 2; ++i) {
+        Rx f = host_sends(k, seed + i, &sent);
+        k.g.absorb(f, nullptr); // held
+        if (dup_acks) k.g.ack();
+    }
+    return sent;
+}
+
 // The guest takes what comes until it has want bytes in order, ACKing
 // every data frame, and every ACK that moves forward twice (a duplicate
 // ACK at once if that is at snd_una == recover).
@@ -97,13 +110,7 @@ TEST_CASE("tcp_recovery: copies of data the guest held start no second fast retr
     // ACKs at snd_una == recover, not past it (RFC 6582): no new rewind.
     Conn k;
     k.g.keep_ooo = true;
-    Bytes sent;
-    host_sends(k, 51, &sent); // lost
-    for (uint32_t seed : {52u, 53u}) {
-        Rx f = host_sends(k, seed, &sent);
-        k.g.absorb(f, nullptr); // held
-        k.g.ack();              // a duplicate ACK
-    }
+    const Bytes sent = lose_one_hold_two(k, 51, true);
     REQUIRE(k.stats().fast_retransmits == 1);
     // The host's FIN goes out behind the resent copies (the socket has no
     // room for more data): still in flight when they arrive.
@@ -117,12 +124,7 @@ TEST_CASE("tcp_recovery: duplicates after a timeout retransmission start no fast
     // RFC 6582 4: a timeout sets recover to the highest sequence sent.
     Conn k;
     k.g.keep_ooo = true;
-    Bytes sent;
-    host_sends(k, 61, &sent); // lost
-    for (uint32_t seed : {62u, 63u}) {
-        Rx f = host_sends(k, seed, &sent);
-        k.g.absorb(f, nullptr); // held, and the guest's ACKs are lost
-    }
+    const Bytes sent = lose_one_hold_two(k, 61, false); // the guest's ACKs are lost
     k.sim.advance(1100); // the timer rewinds and resends
     REQUIRE(k.stats().retransmits == 1);
     REQUIRE(::shutdown(k.c, SHUT_WR) == 0);
