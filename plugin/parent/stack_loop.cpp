@@ -67,7 +67,8 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
     tcp::FastPathConfig fc = fast_path_config(cfg_);
-    // Called only from guest frames, once ingress_ exists.
+    // Called for guest SYNs and connections accepted on forwarded ports,
+    // both only once ingress_ exists.
     fc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
     // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
     // without SO_PEEK_OFF for TCP: the start fails with that message.
@@ -230,6 +231,9 @@ void StackLoop::detach_tap(const std::string &why) {
     cfg_.logger.info("tap detached: " + why);
     coalescer_.flush(); // frames for a dead tap are dropped by TapIo
     tap_.detach();
+    // Fast-path flows would stay open (idle ones for ever) with nobody
+    // behind them: reset their host sides now.
+    if (fast_) fast_->tap_detached();
 }
 
 void StackLoop::drain_tap() {

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -152,6 +153,10 @@ struct Guest {
     int peer_ws = 0;
     uint16_t peer_mss = 0;
     bool got_fin = false, got_rst = false;
+    // Keep data that arrives ahead of a gap (as Linux's out-of-order
+    // queue does) and take it once the gap fills; else it is dropped.
+    bool keep_ooo = false;
+    std::map<uint32_t, Bytes> ooo; // by sequence number
 
     Guest(Sim &s, bool ipv6, uint16_t dst_port, uint16_t src_port = 40000,
           uint32_t isn = 1000)
@@ -231,6 +236,9 @@ struct Guest {
             if (inorder) inorder->insert(inorder->end(), d.begin(), d.end());
             rcv_nxt += uint32_t(d.size());
             took = true;
+            take_held(inorder);
+        } else if (!d.empty() && keep_ooo && int32_t(r.seg.seq - rcv_nxt) > 0) {
+            ooo.emplace(r.seg.seq, Bytes(d.begin(), d.end()));
         }
         if ((r.seg.flags & kFin) && r.seg.seq + r.seg.payload.size() == rcv_nxt) {
             rcv_nxt += 1;
@@ -238,6 +246,20 @@ struct Guest {
             took = true;
         }
         return took;
+    }
+    // Held data the in-order point has reached, as far as it is contiguous.
+    void take_held(Bytes *inorder) {
+        for (auto it = ooo.begin(); it != ooo.end();) {
+            const uint32_t end = it->first + uint32_t(it->second.size());
+            if (int32_t(it->first - rcv_nxt) > 0) break;
+            if (int32_t(end - rcv_nxt) > 0) {
+                const size_t skip = rcv_nxt - it->first;
+                if (inorder) inorder->insert(inorder->end(), it->second.begin() + long(skip),
+                                             it->second.end());
+                rcv_nxt = end;
+            }
+            it = ooo.erase(it);
+        }
     }
 };
 

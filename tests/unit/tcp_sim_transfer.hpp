@@ -156,4 +156,27 @@ inline Bytes host_to_guest(Sim &sim, Guest &g, int host_fd, const Bytes &data, H
     return got;
 }
 
+// A guest connection to a loopback listener, accepted on the host side,
+// the window updates after the handshake consumed.
+struct Conn {
+    Sim sim;
+    Listener l;
+    Guest g;
+    int c = -1;
+    explicit Conn(FastPathConfig cfg = Sim::base_config(), bool v6 = false)
+        : sim(std::move(cfg)), l(v6), g(sim, v6, l.port) {
+        REQUIRE(g.connect());
+        c = accept_from(sim, l);
+        REQUIRE(c >= 0);
+        Rx r;
+        while (g.next(r, 20)) {}
+    }
+    Conn(const Conn &) = delete;
+    Conn &operator=(const Conn &) = delete;
+    ~Conn() {
+        if (c >= 0) ::close(c);
+    }
+    const FastPathStats &stats() const { return sim.fp->stats(); }
+};
+
 } // namespace tcpsim

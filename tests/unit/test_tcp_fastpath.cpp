@@ -487,45 +487,6 @@ TEST_CASE("tcp_fastpath: host closes first, guest keeps sending") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: half-closed flows time out") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
-    g.send(kAck | kFin, g.snd_nxt);
-    g.snd_nxt += 1;
-    Rx r;
-    REQUIRE(g.next(r));
-    CHECK(sim.fp->flows() == 1);
-    sim.advance(Flow::kHalfClosedIdleMs + 10);
-    CHECK(sim.fp->flows() == 0);
-    CHECK(sim.fp->stats().timeouts == 1);
-    ::close(c);
-}
-
-TEST_CASE("tcp_fastpath: unacknowledged data gives up after the retries") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
-    Bytes data = pattern(10000, 18);
-    ::send(c, data.data(), data.size(), 0);
-    Rx r;
-    REQUIRE(g.next(r)); // never ACKed
-    for (int i = 0; i < 12 && sim.fp->flows() > 0; ++i) sim.advance(Flow::kRtoMaxMs + 1);
-    CHECK(sim.fp->flows() == 0);
-    CHECK(sim.fp->stats().retransmits == Flow::kMaxRetries);
-    CHECK(sim.fp->stats().timeouts == 1);
-    bool rst = false;
-    while (g.next(r, 0)) rst = rst || (r.seg.flags & kRst);
-    CHECK(rst);
-    ::close(c);
-}
-
 TEST_CASE("tcp_fastpath: max_flows reached: RST and counted") {
     FastPathConfig cfg = Sim::base_config();
     cfg.max_flows = 2;

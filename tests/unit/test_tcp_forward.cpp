@@ -9,116 +9,9 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include "tcp_sim_transfer.hpp"
+#include "tcp_sim_forward.hpp"
 
 using namespace tcpsim;
-
-namespace {
-
-constexpr uint32_t kGuest4 = 0x0a000264; // 10.0.2.100
-constexpr uint16_t kGuestPort = 8080;
-
-// A loopback port nobody listens on right now.
-uint16_t free_port(bool v6 = false) {
-    Listener l(v6);
-    return l.port;
-}
-
-sockaddr_storage loopback(uint16_t port, bool v6 = false) {
-    sockaddr_storage ss{};
-    if (v6) {
-        auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        a->sin6_port = htons(port);
-    } else {
-        auto *a = reinterpret_cast<sockaddr_in *>(&ss);
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a->sin_port = htons(port);
-    }
-    return ss;
-}
-
-socklen_t len_of(bool v6) { return v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in); }
-
-int add(Sim &sim, uint16_t port, bool v6 = false) {
-    sockaddr_storage ss = loopback(port, v6);
-    return sim.fp->add_forward(reinterpret_cast<sockaddr *>(&ss), len_of(v6), kGuest4,
-                               kGuestPort);
-}
-
-// A blocking client connected to the forward (the kernel completes the
-// handshake from the listener's backlog); its local port in *port.
-int client(uint16_t fwd_port, uint16_t *port, bool v6 = false) {
-    int c = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_storage ss = loopback(fwd_port, v6);
-    if (::connect(c, reinterpret_cast<sockaddr *>(&ss), len_of(v6)) < 0) {
-        ::close(c);
-        return -1;
-    }
-    socklen_t l = sizeof ss;
-    ::getsockname(c, reinterpret_cast<sockaddr *>(&ss), &l);
-    *port = ntohs(v6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
-                     : reinterpret_cast<sockaddr_in &>(ss).sin_port);
-    return c;
-}
-
-// Any frame from the guest teaches the fast path its MAC (here: an ARP
-// reply, which stays libslirp's).
-void guest_arp_reply(Sim &sim) {
-    Bytes f(42, 0);
-    std::memset(f.data(), 0x52, 6);
-    std::memcpy(f.data() + 6, kGuestMac, 6);
-    f[12] = 0x08;
-    f[13] = 0x06;
-    const uint8_t arp[8] = {0, 1, 0x08, 0, 6, 4, 0, 2};
-    std::memcpy(f.data() + 14, arp, 8);
-    std::memcpy(f.data() + 22, kGuestMac, 6);
-    const uint8_t ip[4] = {10, 0, 2, 100};
-    std::memcpy(f.data() + 28, ip, 4);
-    CHECK(sim.input(f) == Verdict::NotMine);
-}
-
-// The guest side of a forwarded connection: the guest is the server, so
-// its "source" is the guest port and its "destination" the client's port
-// as the fast path translated it (10.0.2.2 for a loopback client).
-struct Server : Guest {
-    Server(Sim &s, uint16_t client_port) : Guest(s, false, client_port, kGuestPort, 7000) {}
-    // Waits for the fast path's SYN, answers it with a SYN-ACK and checks
-    // the ACK that completes the handshake.
-    bool accept(Rx *syn_out = nullptr) {
-        Rx syn;
-        if (!next(syn)) return false;
-        if (syn_out) *syn_out = syn;
-        if (syn.seg.flags != kSyn) return false;
-        irs = syn.seg.seq;
-        rcv_nxt = irs + 1;
-        peer_mss = syn.seg.mss;
-        peer_ws = (ws >= 0 && syn.seg.wscale >= 0) ? syn.seg.wscale : 0;
-        peer_wnd = syn.seg.window;
-        if (send(kSyn | kAck, iss, nullptr, 0, syn_options(mss, ws)) != Verdict::Consumed)
-            return false;
-        snd_nxt = snd_una = iss + 1;
-        Rx ack;
-        if (!next(ack)) return false;
-        absorb(ack, nullptr);
-        return ack.seg.flags == kAck && ack.seg.ack == iss + 1 && ack.seg.seq == irs + 1;
-    }
-};
-
-int recv_error(int fd) {
-    char b[16];
-    for (int i = 0; i < 200; ++i) {
-        ssize_t n = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
-        if (n < 0 && errno != EAGAIN) return errno;
-        if (n == 0) return 0;
-        ::usleep(2000);
-    }
-    return EAGAIN;
-}
-
-} // namespace
 
 TEST_CASE("tcp_forward: a host client reaches the guest; data both ways byte-exact") {
     Sim sim;
@@ -359,15 +252,7 @@ TEST_CASE("tcp_forward: a full flow table resets the accepted connection at once
     REQUIRE(g.accept());
     int c2 = client(port, &p2);
     REQUIRE(c2 >= 0);
-    int err = EAGAIN;
-    for (int i = 0; i < 500 && err == EAGAIN; ++i) {
-        sim.pump(2);
-        char b;
-        ssize_t n = ::recv(c2, &b, 1, MSG_DONTWAIT);
-        if (n == 0) err = 0;
-        else if (n < 0 && errno != EAGAIN) err = errno;
-    }
-    CHECK(err == ECONNRESET);
+    CHECK(pumped_recv_error(sim, c2) == ECONNRESET);
     CHECK(sim.fp->stats().flows_refused == 1);
     CHECK(sim.fp->stats().forward_refused == 1);
     CHECK(sim.fp->flows() == 1);

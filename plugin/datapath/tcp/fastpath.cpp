@@ -295,10 +295,13 @@ void FastPath::poll_events() {
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
     int64_t d = reorder_.next_deadline();
     if (!timers_.empty() && (d < 0 || timers_.top_deadline() < d)) d = timers_.top_deadline();
+    if (listeners_resume_at_ >= 0 && (d < 0 || listeners_resume_at_ < d))
+        d = listeners_resume_at_;
     return d < 0 ? -1 : std::max<int64_t>(0, d - now_ms);
 }
 
 void FastPath::run_timers(int64_t now_ms) {
+    if (listeners_resume_at_ >= 0 && now_ms >= listeners_resume_at_) resume_listeners();
     // Held frames whose gap did not fill: the flow drops them and asks the
     // guest for the gap with a duplicate ACK, as without the stash.
     while (std::optional<size_t> slot = reorder_.expired(now_ms)) replay(*slot);
@@ -312,6 +315,18 @@ void FastPath::run_timers(int64_t now_ms) {
         table_[idx].timer(c);
         settle(c, idx);
     }
+}
+
+void FastPath::tap_detached() {
+    const int64_t t = now();
+    for (uint32_t idx = 0; idx < table_.slots() && table_.open_flows() != 0; ++idx) {
+        if (table_[idx].closed()) continue;
+        FlowContext c = ctx(t);
+        table_[idx].guest_gone(c);
+        settle(c, idx);
+    }
+    out_.clear();
+    guest_mac_known_ = false;
 }
 
 void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {

@@ -94,6 +94,11 @@ public:
     bool remove_forward(const sockaddr *host, socklen_t host_len);
     size_t forwards() const;
 
+    // The tap went away (the stack loop's detach path): no guest to talk
+    // to, so every flow ends at once, its host peer reset, and no frame
+    // waits for it. Listeners stay; the guest's MAC is learnt anew.
+    void tap_detached();
+
     const FastPathStats &stats() const { return stats_; }
     size_t flows() const { return table_.open_flows(); }
 
@@ -106,6 +111,9 @@ private:
     // Connections accepted per listener and wake-up: the listener is
     // level-triggered, the rest wait for the next round.
     static constexpr int kAcceptBudget = 16;
+    // A listener whose accept4 ran out of fds or memory leaves the epoll
+    // set this long (level-triggered, it would wake the loop at once).
+    static constexpr int64_t kAcceptPauseMs = 100;
 
     struct ForwardListener {
         UniqueFd fd; // invalid: free entry
@@ -113,6 +121,7 @@ private:
         socklen_t host_len = 0;
         uint32_t guest4 = 0;
         uint16_t guest_port = 0;
+        bool paused = false; // out of the epoll set until listeners_resume_at_
     };
 
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
@@ -137,6 +146,8 @@ private:
     void service_pending();
     void wake();
     void accept_forward(size_t slot);
+    void pause_listener(size_t slot);
+    void resume_listeners();
     void open_forwarded(const ForwardListener &l, UniqueFd sock,
                         const sockaddr_storage &peer);
     // The guest's source address as a forwarded flow shows it (libslirp's
@@ -162,6 +173,7 @@ private:
     size_t pending_head_ = 0, pending_count_ = 0;
     uint64_t isn_seed_ = 0;
     std::vector<ForwardListener> fwds_;
+    int64_t listeners_resume_at_ = -1; // ms; -1: none paused
     uint8_t guest_mac_[6]{};
     bool guest_mac_known_ = false;
 };

@@ -15,8 +15,9 @@
 
 namespace rknp::tcp {
 
-// What becomes of a guest SYN that would open a new flow (the parent's
-// max_flows and max_new_flows_per_sec, FlowLimits).
+// What becomes of a guest SYN, or a connection accepted on a forwarded
+// port (which gets an RST for either refusal), that would open a new flow
+// (the parent's max_flows and max_new_flows_per_sec, FlowLimits).
 enum class Admission {
     Accept,
     Reset, // at the cap: RST, the guest's connect fails at once

@@ -42,41 +42,55 @@ bool Flow::emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
 }
 
 void Flow::close(FlowContext &c, Reset reset) {
-    if (v_.state == State::Free) return;
-    if (reset == Reset::Guest || reset == Reset::Both) {
+    if (v_.state == State::Free || v_.state == State::Closing) return;
+    const bool guest = reset == Reset::Guest || reset == Reset::Both;
+    if (guest) {
         ++c.stats.resets_to_guest;
-        if (v_.state == State::Connecting) {
-            // The guest is in SYN-SENT: only an RST acking its SYN counts.
-            emit(c, kRst | kAck, 0, 0, 0);
-        } else {
-            // RFC 5961: the guest takes an RST only at exactly its rcv_nxt,
-            // which is snd_max if everything sent arrived, else the last
-            // point it acknowledged.
-            uint32_t acked = v_.snd_una + (v_.fin_acked ? 1 : 0);
-            emit(c, kRst | kAck, snd_max(), 0, 0);
-            if (acked != snd_max()) emit(c, kRst | kAck, acked, 0, 0);
-        }
+        v_.rst_for_syn = v_.state == State::Connecting;
+        v_.rsts_sent = 0;
     }
     if ((reset == Reset::Host || reset == Reset::Both) && sock_) {
         linger l{1, 0};
         (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
     }
     sock_.reset(); // also leaves the epoll set
-    v_.state = State::Free;
-    v_.rto_at = v_.wnd_at = v_.idle_at = -1;
+    v_.state = State::Closing;
+    v_.rto_at = v_.wnd_at = -1;
     v_.owe_ack = v_.owe_synack = v_.want_push = false;
+    if (!guest || send_rsts(c)) v_.state = State::Free;
+}
+
+bool Flow::send_rsts(FlowContext &c) {
+    if (v_.rst_for_syn) {
+        // The guest is in SYN-SENT: only an RST acking its SYN counts. If
+        // the batch is full it is lost (counted): the guest's next SYN
+        // gets an answer, and a flow that failed to open stays Free.
+        emit(c, kRst | kAck, 0, 0, 0);
+        return true;
+    }
+    // RFC 5961: the guest takes an RST only at exactly its rcv_nxt: the
+    // highest we ever sent if all of it arrived (a rewind may have gone
+    // below it since), else the last point it acknowledged.
+    const uint32_t high = v_.snd_high;
+    const uint32_t acked = v_.snd_una + (v_.fin_acked ? 1 : 0);
+    const uint8_t want = acked != high ? 2 : 1;
+    for (; v_.rsts_sent < want; ++v_.rsts_sent) {
+        if (!c.out.control_room()) return false; // service() sends the rest
+        emit(c, kRst | kAck, v_.rsts_sent == 0 ? high : acked, 0, 0);
+    }
+    return true;
+}
+
+void Flow::guest_gone(FlowContext &c) {
+    if (v_.state == State::Closing) v_.state = State::Free; // no RST owed now
+    close(c, Reset::Host);
 }
 
 int64_t Flow::deadline() const {
     int64_t d = -1;
-    for (int64_t t : {v_.rto_at, v_.wnd_at, v_.idle_at})
+    for (int64_t t : {v_.rto_at, v_.wnd_at})
         if (t >= 0 && (d < 0 || t < d)) d = t;
     return d;
-}
-
-void Flow::touch(FlowContext &c) {
-    if (v_.state != State::Free && (v_.guest_fin || v_.host_eof))
-        v_.idle_at = c.now + kHalfClosedIdleMs;
 }
 
 void Flow::guest_segment(FlowContext &c, const Segment &s) {
@@ -89,6 +103,7 @@ void Flow::guest_segment(FlowContext &c, const Segment &s) {
     }
     switch (v_.state) {
     case State::Free:
+    case State::Closing:
         return;
     case State::HostSynSent:
         host_syn_segment(c, s);
@@ -156,7 +171,6 @@ void Flow::guest_segment(FlowContext &c, const Segment &s) {
     flush_owed(c);
     push(c);
     if (closed()) return;
-    touch(c);
     maybe_finish(c);
 }
 
@@ -168,13 +182,17 @@ void Flow::flush_owed(FlowContext &c) {
 }
 
 void Flow::service(FlowContext &c) {
+    if (v_.state == State::Closing) {
+        if (send_rsts(c)) v_.state = State::Free;
+        return;
+    }
     flush_owed(c);
     if (!closed() && v_.want_push) push(c);
     if (!closed()) maybe_finish(c);
 }
 
 void Flow::socket_events(FlowContext &c, uint32_t ev) {
-    if (v_.state == State::Free) return;
+    if (v_.state == State::Free || v_.state == State::Closing) return;
     if (v_.state == State::Connecting) {
         int err = 0;
         socklen_t len = sizeof err;
@@ -188,6 +206,15 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         return;
     }
     if (ev & EPOLLERR) {
+        // What the host sent before its RST is still readable (an HTTP
+        // server's 413, then close with the upload unread): to the guest
+        // first, then the RST after it.
+        if (v_.state == State::Established && (ev & EPOLLIN)) {
+            v_.host_shut = true;
+            v_.peek_drained = false;
+            push(c);
+            if (closed()) return;
+        }
         close(c, Reset::Both);
         return;
     }
@@ -205,17 +232,11 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         }
         if (closed()) return;
         if (ev & EPOLLOUT) window_check(c, false);
-        touch(c);
         maybe_finish(c);
     }
 }
 
 void Flow::timer(FlowContext &c) {
-    if (v_.idle_at >= 0 && c.now >= v_.idle_at) {
-        ++c.stats.timeouts;
-        close(c, Reset::Both);
-        return;
-    }
     if (v_.rto_at >= 0 && c.now >= v_.rto_at) {
         v_.rto_at = -1;
         on_rto(c);

@@ -33,7 +33,7 @@ struct FastPathStats {
     uint64_t resets_to_guest = 0; // on errors, timeouts, refusals
     uint64_t retransmits = 0;     // timer-driven rewinds
     uint64_t fast_retransmits = 0; // duplicate-ACK-driven rewinds
-    uint64_t timeouts = 0;        // flows given up (retries, idle)
+    uint64_t timeouts = 0;        // flows given up (retries)
     uint64_t segments_dropped = 0; // out of order, bad ACK, bad state
     uint64_t malformed = 0;       // TCP frames with lying lengths
     uint64_t partial_sends = 0;   // host socket took part of a segment
@@ -45,6 +45,7 @@ struct FastPathStats {
     uint64_t forward_refused = 0;   // of those, closed at once (table full, clash)
     uint64_t forward_established = 0; // the guest answered our SYN
     uint64_t forward_syn_timeouts = 0; // the guest never answered
+    uint64_t accept_paused = 0;    // accept4 out of fds/memory: listener paused
     uint64_t arp_requests = 0;     // guest MAC not known yet: asked for it
     uint64_t reorder_held = 0;     // guest segments ahead of a gap, held
     uint64_t reorder_filled = 0;   // of those, delivered once the gap filled
@@ -66,19 +67,24 @@ class Flow {
 public:
     // Guest-initiated: Connecting (host connect() in progress), SynAckSent.
     // Host-initiated (a forwarded port): HostSynSent, our SYN is out.
-    enum class State : uint8_t { Free, Connecting, SynAckSent, HostSynSent, Established };
+    // Closing: the socket is gone, RSTs for the guest wait for room in
+    // the output batch (service() sends them, then the flow is Free).
+    enum class State : uint8_t { Free, Connecting, SynAckSent, HostSynSent, Established,
+                                 Closing };
 
     static constexpr int kOurWs = 7;            // our windows up to 8 MiB
     static constexpr uint32_t kRtoInitialMs = 1000; // RFC 6298, before any sample
     static constexpr uint32_t kRtoMinMs = 200;      // Linux's floor: the guest
                                                     // delays ACKs up to 40 ms
     static constexpr uint32_t kRtoMaxMs = 16000;
-    static constexpr uint8_t kMaxRetries = 8;
+    static constexpr uint8_t kMaxRetries = 8; // of our SYN-ACK
+    // Data unacknowledged this long resets the flow: Linux's tcp_retries2
+    // = 15 with a 200 ms RTO ((2^10 - 1) x 0.2 s + 6 x 120 s = 924.6 s).
+    static constexpr int64_t kGiveUpMs = 924600;
     // SYNs to the guest: 1+2+4+8+16+16+16 s, about libslirp's 75 s
     // connection-establishment timer.
     static constexpr uint8_t kMaxSynRetries = 6;
     static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
-    static constexpr int64_t kHalfClosedIdleMs = 60000;
     static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
 
     struct Open {
@@ -109,13 +115,18 @@ public:
     void timer(FlowContext &c);
     // Retries what a full batch postponed.
     void service(FlowContext &c);
+    // The guest is gone (its tap detached): the host side gets an RST,
+    // the guest nothing; the flow is Free after.
+    void guest_gone(FlowContext &c);
 
     bool closed() const { return v_.state == State::Free; }
     State state() const { return v_.state; }
     const Endpoints &endpoints() const { return v_.ep; }
     // Earliest deadline, or -1.
     int64_t deadline() const;
-    bool wants_service() const { return v_.owe_synack || v_.owe_ack || v_.want_push; }
+    bool wants_service() const {
+        return v_.owe_synack || v_.owe_ack || v_.want_push || v_.state == State::Closing;
+    }
     // Data of an established flow starting past the next byte expected
     // (within the window): guest_segment would drop it.
     bool ahead(const Segment &s) const;
@@ -136,12 +147,13 @@ private:
         uint32_t snd_high = 0;    // highest snd_max ever sent (rewinds go below)
         uint32_t fin_seq = 0;     // our FIN's sequence number, if fin_ever
         bool fin_ever = false;    // our FIN went out at least once
-        uint32_t recover = 0;     // no new fast retransmit before this is acked
+        uint32_t recover = 0;     // no new fast retransmit until acked beyond
         uint8_t guest_ws = 0;     // shift of the guest's windows
         uint8_t our_ws = 0;       // shift of ours (0 if the guest offered no WS)
         uint16_t mss = 536;       // of segments to the guest
         uint16_t our_mss = 536;   // advertised to the guest
         uint8_t dupacks = 0, retries = 0;
+        int64_t stall_since = -1; // established: when the unacked data went out
         uint32_t rto_ms = kRtoInitialMs;
         // RTT estimate (RFC 6298), one timed segment at a time, none timed
         // across a retransmission (Karn).
@@ -168,10 +180,15 @@ private:
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
         // Deadlines (ms, -1 unarmed).
-        int64_t rto_at = -1, wnd_at = -1, idle_at = -1;
+        // No idle deadline: a half-closed flow lives as long as its host
+        // socket (a guest that shut its write side may wait long for a reply).
+        int64_t rto_at = -1, wnd_at = -1;
         uint32_t wnd_check_ms = kWndCheckMinMs;
         // Work a full batch postponed.
         bool owe_synack = false, owe_ack = false, want_push = false;
+        // Closing: the RST goes to a guest in SYN-SENT; RSTs already out.
+        bool rst_for_syn = false;
+        uint8_t rsts_sent = 0;
     };
 
     void connected(FlowContext &c);
@@ -208,12 +225,13 @@ private:
     uint16_t window_field(uint32_t wnd) const;
     bool window_low() const;
     void set_epoll(FlowContext &c, uint32_t events, bool add);
-    void touch(FlowContext &c);
     void maybe_finish(FlowContext &c);
     // Who gets an RST when a flow closes (the host's by SO_LINGER 0);
     // None is the orderly end, both FINs exchanged.
     enum class Reset : uint8_t { None, Guest, Host, Both };
     void close(FlowContext &c, Reset reset);
+    // The RSTs a closing flow owes the guest; false if the batch filled.
+    bool send_rsts(FlowContext &c);
     uint32_t snd_max() const { return v_.snd_nxt + (v_.fin_sent ? 1 : 0); }
     bool in_flight() const {
         return v_.snd_nxt != v_.snd_una || (v_.fin_sent && !v_.fin_acked);

@@ -69,7 +69,8 @@ bool Flow::open(FlowContext &c, const Open &o) {
     v_.irs = syn.seq;
     v_.rcv_nxt = syn.seq + 1;
     v_.iss = o.isn;
-    v_.snd_una = v_.snd_nxt = v_.snd_high = v_.recover = o.isn + 1;
+    v_.snd_una = v_.snd_nxt = v_.snd_high = o.isn + 1;
+    v_.recover = o.isn; // RFC 6582: the ISS
     // RFC 7323: scaling only if the guest offered it; its shift is capped
     // at 14, and the window in its SYN is not scaled.
     if (syn.wscale >= 0) {
@@ -149,7 +150,8 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
     v_.ep = ep;
     v_.ref = ref;
     v_.iss = isn;
-    v_.snd_una = v_.snd_nxt = v_.snd_high = v_.recover = isn + 1;
+    v_.snd_una = v_.snd_nxt = v_.snd_high = isn + 1;
+    v_.recover = isn; // RFC 6582: the ISS
     v_.our_ws = kOurWs; // offered; dropped if the guest's SYN-ACK has none
     v_.our_mss = mss_for_mtu(c.mtu, ep.v6);
     v_.mss = guest_mss(0, ep.v6, v_.our_mss);

@@ -60,14 +60,16 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         if (n != 0) {
             // The acked bytes leave the kernel's queue only now; the peek
             // offset (Offset mode) moves back by as much, staying = bytes
-            // in flight.
-            ssize_t r;
-            do
-                r = ::recv(sock_.get(), nullptr, n, MSG_TRUNC | MSG_DONTWAIT);
-            while (r < 0 && errno == EINTR);
-            if (r != ssize_t(n)) {
-                close(c, Reset::Both);
-                return false;
+            // in flight. A read ends at an urgent mark (even inline):
+            // repeat until all acked bytes are gone.
+            for (uint32_t left = n; left != 0;) {
+                ssize_t r = ::recv(sock_.get(), nullptr, left, MSG_TRUNC | MSG_DONTWAIT);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0 || uint32_t(r) > left) {
+                    close(c, Reset::Both);
+                    return false;
+                }
+                left -= uint32_t(r);
             }
             c.stats.bytes_to_guest += n;
         }
@@ -88,14 +90,19 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         }
         v_.dupacks = 0;
         v_.retries = 0;
+        v_.stall_since = -1;
         v_.rto_ms = rto_base();
         v_.rto_at = in_flight() ? c.now + v_.rto_ms : -1;
-    } else if (s.payload.empty() && !(s.flags & kFin) &&
+    } else if (s.payload.empty() && !(s.flags & kFin) && !seq_lt(s.seq, v_.rcv_nxt) &&
                s.window == v_.last_wnd_field && in_flight()) {
-        // A duplicate ACK (RFC 5681: no data, same ACK and window). Once per
-        // loss episode: not again before what was out at the rewind is acked.
-        if (++v_.dupacks >= kDupAcks && seq_ge(v_.snd_una, v_.recover)) {
-            v_.recover = snd_max();
+        // A duplicate ACK (RFC 5681: no data, same ACK and window; not a
+        // keepalive or zero-window probe, seq = rcv_nxt - 1). Once per
+        // loss episode (RFC 6582): not again before the guest acks beyond
+        // all that was out at the last rewind. A guest that kept the data
+        // after a hole acks up to exactly that, then repeats it for each
+        // resent copy: no reason to resend again.
+        if (++v_.dupacks >= kDupAcks && seq_gt(v_.snd_una, v_.recover)) {
+            v_.recover = v_.snd_high;
             v_.dupacks = 0;
             ++c.stats.fast_retransmits;
             if (!rewind(c)) return false;
@@ -296,19 +303,28 @@ void Flow::on_rto(FlowContext &c) {
         // Persist: the guest is alive but not reading. Probe with an old
         // sequence number (the guest answers with its window) and never
         // count it as a failure.
-        if (in_flight() && !rewind(c)) return;
+        if (in_flight()) {
+            v_.recover = v_.snd_high;
+            if (!rewind(c)) return;
+        }
         v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
         v_.rto_at = c.now + v_.rto_ms;
         emit(c, kAck, v_.snd_una - 1, 0, window_field(v_.adv_wnd));
         return;
     }
     if (!in_flight()) return;
-    if (++v_.retries > kMaxRetries) {
+    // Given up like Linux with tcp_retries2 = 15: after about 15 minutes
+    // without progress, counted from when the oldest data went out.
+    if (v_.stall_since < 0) v_.stall_since = c.now - v_.rto_ms;
+    if (c.now - v_.stall_since >= kGiveUpMs) {
         ++c.stats.timeouts;
         close(c, Reset::Both);
         return;
     }
     ++c.stats.retransmits;
+    // RFC 6582 4: duplicate ACKs for what was out before the timeout
+    // start no fast retransmit.
+    v_.recover = v_.snd_high;
     if (!rewind(c)) return;
     v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
     push(c);

@@ -40,6 +40,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     l.host_len = host_len;
     l.guest4 = guest4;
     l.guest_port = guest_port;
+    l.paused = false;
     return 0;
 }
 
@@ -97,10 +98,36 @@ void FastPath::accept_forward(size_t slot) {
                           SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (s < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            return; // EAGAIN; EMFILE and the like: the next round retries
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pause_listener(slot);
+            return; // EAGAIN
         }
         ++stats_.forward_accepted;
         open_forwarded(fwds_[slot], UniqueFd(s), peer);
+    }
+}
+
+void FastPath::pause_listener(size_t slot) {
+    ForwardListener &l = fwds_[slot];
+    epoll_event ev{};
+    ev.data.u64 = kListenerTag | slot;
+    (void)::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, l.fd.get(), &ev); // no events
+    l.paused = true;
+    ++stats_.accept_paused;
+    if (listeners_resume_at_ < 0) listeners_resume_at_ = now() + kAcceptPauseMs;
+}
+
+void FastPath::resume_listeners() {
+    listeners_resume_at_ = -1;
+    for (size_t slot = 0; slot < fwds_.size(); ++slot) {
+        ForwardListener &l = fwds_[slot];
+        if (!l.paused) continue;
+        l.paused = false;
+        if (!l.fd) continue;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = kListenerTag | slot;
+        (void)::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, l.fd.get(), &ev);
     }
 }
 
@@ -138,7 +165,12 @@ void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
     // only clash after the gateway translation), or a full table.
     const bool clash =
         table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h).has_value();
-    std::optional<uint32_t> slot = clash ? std::nullopt : table_.reserve();
+    // The admission of a guest SYN too (max_flows shared with libslirp,
+    // new flows a second). Reset or Drop: the client gets an RST either
+    // way, an accepted connection cannot wait for a retransmission.
+    const bool admitted =
+        !clash && (!cfg_.admit_flow || cfg_.admit_flow() == Admission::Accept);
+    std::optional<uint32_t> slot = admitted ? table_.reserve() : std::nullopt;
     if (!slot) {
         if (!clash) ++stats_.flows_refused;
         ++stats_.forward_refused;
