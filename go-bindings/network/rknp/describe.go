@@ -41,7 +41,7 @@ func libslirpVersion(lib *rknp.Library, n rknp.Network) string {
 }
 
 // describe is one line naming a loaded library, e.g.
-// "/usr/local/lib/librknp.so.1: rknp 0.1.0 (libslirp 4.7.0), ABI 1.3".
+// "/usr/local/lib/librknp.so.1: rknp 1.4.0 (libslirp 4.7.0), ABI 1.4".
 func describe(lib *rknp.Library, libslirp string) string {
 	major, minor := lib.ABIVersion()
 	path := lib.Path()
