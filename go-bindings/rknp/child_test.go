@@ -71,12 +71,16 @@ func TestTCPPeekModeInForce(t *testing.T) {
 	}
 	l := openPlugin(t)
 	for _, mode := range []TCPPeek{TCPPeekAuto, TCPPeekOffset, TCPPeekDiscard} {
-		t.Run("mode="+mode.String(), func(t *testing.T) {
-			name := fmt.Sprintf("rknp-go-peek-%d-%d", os.Getpid(), mode)
-			if b, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		name := mode.String()
+		if name == "" {
+			name = "auto"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := fmt.Sprintf("rknp-go-peek-%d-%d", os.Getpid(), mode)
+			if b, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 				t.Skipf("ip netns add: %v: %s", err, b)
 			}
-			defer exec.Command("ip", "netns", "del", name).Run()
+			defer exec.Command("ip", "netns", "del", ns).Run()
 			p, err := l.NewParent(Config{TCPPeek: mode, Log: func(lv Level, m string) { t.Logf("parent %v: %s", lv, m) }})
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +92,7 @@ func TestTCPPeekModeInForce(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			if _, err := l.ChildConfigure(p.Opaque(), "/run/netns/"+name); err != nil {
+			if _, err := l.ChildConfigure(p.Opaque(), "/run/netns/"+ns); err != nil {
 				t.Fatal(err)
 			}
 			var st Stats
