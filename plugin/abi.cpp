@@ -42,14 +42,9 @@ template <typename F> rknp_status guarded(rknp_error **err, F &&f) noexcept {
     try {
         f();
         return RKNP_OK;
-    } catch (const rknp::Error &e) {
-        return fail(err, e.code(), e.what());
-    } catch (const std::bad_alloc &) {
-        return fail(err, RKNP_ERR_SYSTEM, "out of memory");
-    } catch (const std::exception &e) {
-        return fail(err, RKNP_ERR_INTERNAL, std::string("internal: ") + e.what());
     } catch (...) {
-        return fail(err, RKNP_ERR_INTERNAL, "internal: unknown exception");
+        rknp::ErrorRecord e = rknp::current_error();
+        return fail(err, e.code, e.message);
     }
 }
 

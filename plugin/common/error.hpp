@@ -29,4 +29,18 @@ private:
     throw Error(RKNP_ERR_INVALID_ARGUMENT, msg);
 }
 
+// An error as plain data: what the C ABI reports, and what one thread hands
+// to another. A std::exception_ptr would share the exception object and
+// libstdc++'s reference-counted message between the threads, and the last
+// one to drop it frees it in code ThreadSanitizer cannot see.
+struct ErrorRecord {
+    rknp_status code;
+    std::string message;
+};
+
+// The exception being handled as an ErrorRecord (call it in a catch block):
+// Error keeps its code; out of memory is RKNP_ERR_SYSTEM; anything else is
+// RKNP_ERR_INTERNAL, "internal: <what>".
+ErrorRecord current_error() noexcept;
+
 } // namespace rknp

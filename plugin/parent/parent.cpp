@@ -13,6 +13,7 @@
 #include <slirp/libslirp.h>
 
 #include <future>
+#include <optional>
 
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
@@ -189,22 +190,24 @@ void Parent::close() noexcept {
 void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");
-    std::promise<void> done;
+    // The stack thread's error comes back as plain data (ErrorRecord).
+    std::promise<std::optional<ErrorRecord>> done;
     auto result = done.get_future();
     bool queued = tasks_.post([&](StackLoop *loop) {
         try {
             if (loop == nullptr)
                 throw Error(RKNP_ERR_STATE, "parent is not running");
             fn(*loop);
-            done.set_value();
+            done.set_value(std::nullopt);
         } catch (...) {
-            done.set_exception(std::current_exception());
+            done.set_value(current_error());
         }
     });
     if (!queued) throw Error(RKNP_ERR_STATE, "parent is not running");
     uint64_t one = 1;
     (void)!::write(wake_.get(), &one, sizeof one);
-    result.get();
+    if (std::optional<ErrorRecord> failed = result.get())
+        throw Error(failed->code, failed->message);
 }
 
 uint32_t Parent::add_forward(const rknp_forward &f) {

@@ -42,6 +42,11 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     f.outbound_addr = cfg.outbound_addr;
     f.outbound_addr6 = cfg.outbound_addr6;
     f.mtu = cfg.mtu;
+    switch (cfg.tcp_peek_mode) {
+    case TcpPeekMode::automatic: f.peek_mode = tcp::PeekMode::Automatic; break;
+    case TcpPeekMode::offset: f.peek_mode = tcp::PeekMode::Offset; break;
+    case TcpPeekMode::discard: f.peek_mode = tcp::PeekMode::Discard; break;
+    }
     return f;
 }
 
@@ -64,11 +69,16 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     tcp::FastPathConfig fc = fast_path_config(cfg_);
     // Called only from guest frames, once ingress_ exists.
     fc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
+    // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
+    // without SO_PEEK_OFF for TCP: the start fails with that message.
     auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
-    if (fast->enabled()) return fast;
-    cfg_.logger.warn("TCP fast path: the kernel has no SO_PEEK_OFF for "
-                     "TCP (Linux < 6.9); libslirp carries all TCP");
-    return nullptr;
+    const bool discard = fast->peek_mode() == tcp::PeekMode::Discard;
+    stats_.tcp_peek_mode.store(discard ? RKNP_TCP_PEEK_DISCARD : RKNP_TCP_PEEK_OFFSET,
+                               std::memory_order_relaxed);
+    cfg_.logger.info(std::string("TCP fast path: peek mode ") +
+                     tcp::peek_mode_name(fast->peek_mode()) + " (" +
+                     fast->peek_mode_reason() + ")");
+    return fast;
 }
 
 void StackLoop::flush_fast_path() {

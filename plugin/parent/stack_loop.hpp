@@ -60,7 +60,9 @@ private:
     void adopt_tap(handover::Accepted &&a);
     void drain_tap();
     void detach_tap(const std::string &why);
-    // With cfg.tcp_fast_path and a kernel that can run it; else nullptr.
+    // With cfg.tcp_fast_path, else nullptr; logs the peek mode and sets
+    // Stats::tcp_peek_mode. Throws Error(RKNP_ERR_UNSUPPORTED) for
+    // tcp_peek_mode offset on a kernel without SO_PEEK_OFF for TCP.
     std::unique_ptr<tcp::FastPath> make_fast_path();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();

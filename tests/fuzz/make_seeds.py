@@ -291,7 +291,8 @@ put("reassembly", "overlap-corrupt", cut(4000, 3, 3, [(0, 200, 0), (100, 200, 1)
 put("reassembly", "expire", cut(2000, 5, 4, [(0, 100, 0), (100, 150, 2), (0, 100, 0)]))
 put("reassembly", "largest", cut(65515, 1, 5, [(i * 185, 185, 0) for i in range(44)] + [(8140, 50, 0)]))
 
-# ---- tcp: config byte, u32 fixed ISN, u32 guest ISN base, then records
+# ---- tcp: config byte, peek-mode byte (bit 0: discard), u32 fixed ISN,
+# u32 guest ISN base, then records
 # (target_tcp.cpp). Tuples: 0/1 IPv4 to the gateway's 8080/8081 (8081: a
 # small receive buffer), 2/3 the same over IPv6, 4 a second IPv4 flow to
 # 8080, 5 a closed port, 6 an unreachable host, 7 DNS (libslirp's).
@@ -301,7 +302,13 @@ FIN_, SYN_, RST_, PSH_, ACK_, URG_ = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 
 
 def tcfg(c=0, isn=0x10000, giss=0x20000):
-    return bytes([c]) + struct.pack("<II", isn, giss)
+    return bytes([c, 0]) + struct.pack("<II", isn, giss)
+
+
+def tput(name, data):
+    """Each tcp seed twice: the automatic peek mode and the discard mode."""
+    put("tcp", name, data)
+    put("tcp", name + "-discard", data[:1] + bytes([1]) + data[2:])
 
 
 def seg(t, flags, seq=(SEQ_SENT, 0), ack=(ACK_RCVD, 0), window=None,
@@ -348,39 +355,39 @@ def connect(t, **kw):
     return syn(t, **kw) + TPOLL + ack(t, ack=(ACK_ISS, 0))
 
 
-put("tcp", "handshake-data-fin", tcfg() + connect(0) +
+tput("handshake-data-fin", tcfg() + connect(0) +
     seg(0, ACK_ | PSH_, data=1000) + host(0, "read") + host(0, "echo") + TPOLL +
     ack(0) + seg(0, ACK_, data=30000) + host(0, "write", 200000 // 4) + TPOLL +
     ack(0) + TPOLL + seg(0, FIN_ | ACK_) + host(0, "read") + host(0, "shut") +
     TPOLL + ack(0, ack=(ACK_MAX, 0)) + clock(100))
-put("tcp", "rst", tcfg(1) + connect(0) + connect(4) + seg(0, ACK_, data=500) +
+tput("rst", tcfg(1) + connect(0) + connect(4) + seg(0, ACK_, data=500) +
     seg(0, RST_ | ACK_) + host(1, "write", 3000) + TPOLL + host(1, "rst") + TPOLL +
     seg(4, ACK_, data=100) + clock(2000))
-put("tcp", "out-of-order", tcfg() + connect(0) +
+tput("out-of-order", tcfg() + connect(0) +
     seg(0, ACK_, seq=(SEQ_ACKED, 1000), data=1000) + seg(0, ACK_, seq=(SEQ_ACKED, 0), data=2000) +
     host(0, "read") + host(0, "write", 20000) + TPOLL +
     ack(0, ack=(ACK_ISS, 0)) + ack(0, ack=(ACK_ISS, 0)) + ack(0, ack=(ACK_ISS, 0)) +
     ack(0, ack=(ACK_ISS, 3000)) + clock(1500) + ack(0) + host(0, "read"))
-put("tcp", "zero-window", tcfg(0x08) + connect(1, mss=536, ws=0) +
+tput("zero-window", tcfg(0x08) + connect(1, mss=536, ws=0) +
     b"".join(seg(1, ACK_, data=30000) for _ in range(8)) +
     host(0, "write", 60000) + TPOLL + ack(1, window=0) + clock(1000) + clock(3000) +
     ack(1, window=0) + clock(8000) + host(0, "read") + host(0, "read") + TPOLL +
     clock(300) + ack(1) + seg(1, ACK_, seq=(SEQ_ACKED, 0), data=20000) + TPOLL)
 # Both streams cross sequence 0 (tuple t's guest ISN is the base + t << 28).
-put("tcp", "seq-wrap", tcfg(0, 0xFFFFF000, 0xDFFFF800) + connect(2) +
+tput("seq-wrap", tcfg(0, 0xFFFFF000, 0xDFFFF800) + connect(2) +
     seg(2, ACK_, data=5000) + host(0, "read") + host(0, "write", 20000) + TPOLL +
     ack(2) + seg(2, ACK_, data=5000) + ack(2) + TPOLL + host(0, "read"))
-put("tcp", "ipv6", tcfg(0x40) + connect(3) + seg(3, ACK_ | PSH_, data=3000) +
+tput("ipv6", tcfg(0x40) + connect(3) + seg(3, ACK_ | PSH_, data=3000) +
     host(0, "read") + host(0, "echo") + TPOLL + ack(3) + seg(3, FIN_ | ACK_) +
     host(0, "close") + TPOLL + ack(3, ack=(ACK_MAX, 0)) + clock(100))
-put("tcp", "limits", tcfg(1) + syn(0) + syn(4) + syn(2) + TPOLL + clock(1100) +
+tput("limits", tcfg(1) + syn(0) + syn(4) + syn(2) + TPOLL + clock(1100) +
     clock(65000))
-put("tcp", "refused", tcfg(7) + syn(5) + syn(6) + syn(7) + TPOLL + syn(5) + TPOLL)
-put("tcp", "loopback-refused", tcfg(0x20) + syn(0) + syn(2) + TPOLL)
-put("tcp", "timeouts", tcfg(2) + syn(0) + syn(2) + TPOLL + clock(1000) + clock(2000) +
+tput("refused", tcfg(7) + syn(5) + syn(6) + syn(7) + TPOLL + syn(5) + TPOLL)
+tput("loopback-refused", tcfg(0x20) + syn(0) + syn(2) + TPOLL)
+tput("timeouts", tcfg(2) + syn(0) + syn(2) + TPOLL + clock(1000) + clock(2000) +
     clock(4000) + ack(2, ack=(ACK_ISS, 0)) + seg(2, FIN_ | ACK_) + TPOLL +
     clock(61000) + clock(200000))
-put("tcp", "mangled", tcfg(3) + connect(0) +
+tput("mangled", tcfg(3) + connect(0) +
     seg(0, ACK_, data=800, mangle=(2, 0x01)) +   # IPv4 length cut
     seg(0, ACK_, data=800, mangle=(2, 0xff)) +   # IPv4 length beyond the frame
     seg(0, ACK_, data=800, mangle=(11 + 5, SYN_ | ACK_)) +  # flags

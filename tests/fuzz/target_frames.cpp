@@ -49,6 +49,7 @@
 #include "datapath/offload.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
+#include "../lib/tcp_peek_env.hpp"
 #include "frames_rig.hpp"
 #include "fuzz_input.hpp"
 #include "net_isolation.hpp"
@@ -192,14 +193,13 @@ struct Stack {
     int64_t now_ms() const { return now_ns / 1'000'000; }
 
     // With config bit 5 on a tap with vnet headers, as the stack loop has
-    // it; none on a kernel without SO_PEEK_OFF for TCP (Linux < 6.9).
+    // it (peek mode: RKNP_TEST_TCP_PEEK_MODE, else automatic).
     std::unique_ptr<tcp::FastPath> make_fast_path(uint8_t cfg) {
         if (!vnet || !(cfg & 32)) return nullptr;
         tcp::FastPathConfig fc = fast_path_config(cfg, limits, now_ns);
         fc.admit_flow = [this] { return ingress.admit_fast_flow(now_ms()); };
-        auto f = std::make_unique<tcp::FastPath>(std::move(fc));
-        if (!f->enabled()) return nullptr;
-        return f;
+        tcpsim::apply_test_peek_mode(fc);
+        return std::make_unique<tcp::FastPath>(std::move(fc));
     }
 
     // SlirpAdapter::input's guard, then libslirp; what GuestIngress hands

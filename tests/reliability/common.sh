@@ -42,8 +42,11 @@ serve() {
 
 # drive [driver options] -- COMMAND: the driver as the test user; its
 # checks (threads, fds, exit status) decide. Output goes to the caller.
+# PEEK=offset|discard forces the fast path's peek mode (--tcp-peek).
 drive() {
-    as_user "$DRIVER" --log "$SCRATCH/plugin.log" --tcp-path "$TCP_PATH" "$@"
+    local peek=()
+    [ -n "${PEEK:-}" ] && peek=(--tcp-peek "$PEEK")
+    as_user "$DRIVER" --log "$SCRATCH/plugin.log" --tcp-path "$TCP_PATH" "${peek[@]}" "$@"
 }
 
 no_leftovers() {

@@ -6,7 +6,8 @@
 # every byte of both directions compared and hashed, then one long
 # transfer (default 3 GiB down, 1 GiB up). rknp-rel-driver requires the
 # parent's fds back to tap + eventfd once the connections are done, and
-# nothing left after close.
+# nothing left after close. With the fast path both again in its discard
+# peek mode (kernels before 6.9; REL_PEEK_DISCARD_DOWN, 1 GiB, down then).
 #   REL_CONNS (512)  REL_LONG_DOWN (3 GiB)  REL_LONG_UP (1 GiB)
 set -euo pipefail
 # shellcheck source=tests/reliability/common.sh
@@ -30,6 +31,14 @@ long_case() {
         --down "$LONG_DOWN" --up "$LONG_UP" --timeout 240
 }
 check "long transfer ($LONG_DOWN bytes down, $LONG_UP up), verified and hashed" long_case
+
+if [ "$TCP_PATH" = fast ]; then
+    PEEK=discard
+    LONG_DOWN=${REL_PEEK_DISCARD_DOWN:-$((LONG_DOWN < 1073741824 ? LONG_DOWN : 1073741824))}
+    check "discard peek mode: $CONNS concurrent connections, every byte verified" concurrent_case
+    check "discard peek mode: long transfer ($LONG_DOWN bytes down, $LONG_UP up)" long_case
+    PEEK=
+fi
 
 sleep 0.2
 check "no driver, client or state directory left behind" no_leftovers

@@ -16,7 +16,10 @@
  *     with COMMAND's connections still active;
  *   - --hold FILE: prints the hand-over socket path and waits for FILE to
  *     exist before letting the child hand over (foreign peers go first);
- *   - --expect-refused N: requires N refused hand-overs in the stats.
+ *   - --expect-refused N: requires N refused hand-overs in the stats;
+ *   - --tcp-peek offset|discard: forces rknp_config.tcp_peek_mode and
+ *     requires rknp_stats.tcp_peek_mode to say so once the tap is attached
+ *     (with the fast path and no --tcp-peek: either, never 0).
  * SIGPIPE keeps its default action: libslirp writing to a reset socket
  * must not kill the host process.
  * Exit: 0 when every check passed, 1 otherwise, 2 on usage/setup errors.
@@ -24,7 +27,8 @@
  * usage: rknp-rel-driver [--log FILE] [--kill-child-after N]
  *        [--close-after N] [--settle-ms MS] [--hold FILE]
  *        [--expect-refused N] [--expect-exit CODE|killed|any]
- *        [--child-timeout SEC] [--tcp-path fast|slirp] -- COMMAND [ARGS...]
+ *        [--child-timeout SEC] [--tcp-path fast|slirp]
+ *        [--tcp-peek offset|discard] -- COMMAND [ARGS...]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -165,6 +169,7 @@ int main(int argc, char **argv) {
     unsigned long long kill_after = 0, close_after = 0;
     int settle_ms = 15000, child_timeout = 120, expect_refused = -1, i;
     const char *hold = NULL, *expect_exit = "0";
+    uint8_t peek_mode = RKNP_TCP_PEEK_AUTO;
     log_file = stderr;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -181,6 +186,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tcp-path")) {
             if (strcmp(v, "fast") && strcmp(v, "slirp")) { fprintf(stderr, "--tcp-path fast|slirp\n"); return 2; }
             fast_path = !strcmp(v, "fast");
+        }
+        else if (!strcmp(a, "--tcp-peek")) {
+            if (strcmp(v, "offset") && strcmp(v, "discard")) { fprintf(stderr, "--tcp-peek offset|discard\n"); return 2; }
+            peek_mode = !strcmp(v, "offset") ? RKNP_TCP_PEEK_OFFSET : RKNP_TCP_PEEK_DISCARD;
         }
         else if (!strcmp(a, "--log")) {
             if ((log_file = fopen(v, "a")) == NULL) { perror(v); return 2; }
@@ -199,6 +208,7 @@ int main(int argc, char **argv) {
     cfg.log_fn = test_log_line;
     cfg.log_user_data = log_file;
     cfg.tcp_path = fast_path ? RKNP_TCP_PATH_FAST : RKNP_TCP_PATH_SLIRP;
+    cfg.tcp_peek_mode = peek_mode;
     rknp_parent *parent = NULL;
     rknp_error *err = NULL;
     check(rknp_parent_new(&cfg, &parent, &err), err, "config");
@@ -230,6 +240,14 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     while (traffic(parent, &st), !st.tap_attached && now_s() - t0 < 15) sleep_ms(5);
     if (!st.tap_attached) fail("%s", "the tap was never attached");
+    fprintf(stderr, "rknp-rel-driver: tcp_peek_mode %u\n", (unsigned)st.tcp_peek_mode);
+    if (!fast_path && st.tcp_peek_mode != 0)
+        fail("%s", "stats.tcp_peek_mode set without the fast path");
+    else if (fast_path && peek_mode != RKNP_TCP_PEEK_AUTO && st.tcp_peek_mode != peek_mode)
+        fail("%s", "stats.tcp_peek_mode is not the mode asked for");
+    else if (fast_path && st.tcp_peek_mode != RKNP_TCP_PEEK_OFFSET &&
+             st.tcp_peek_mode != RKNP_TCP_PEEK_DISCARD)
+        fail("%s", "stats.tcp_peek_mode is neither offset nor discard");
     char *attached = fd_snapshot();
 
     /* Wait for the command, injecting the fault once the traffic is there. */
@@ -296,7 +314,14 @@ int main(int argc, char **argv) {
     rknp_parent_free(parent);
     rmdir(state_dir);
     char *after = fd_snapshot();
+    /* A joined thread can still be listed for a moment: pthread_join
+     * returns when the kernel clears its tid, a little before the task
+     * leaves /proc/self/task (seen under qemu TCG, tests/vm). */
     int threads_after = thread_count();
+    for (int tries = 0; threads_after != threads_before && tries < 200; tries++) {
+        sleep_ms(10);
+        threads_after = thread_count();
+    }
     if (threads_after != threads_before) {
         char n[16];
         snprintf(n, sizeof n, "%d", threads_after);

@@ -22,6 +22,7 @@
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/tcp/frame.hpp"
 #include "../lib/tcp_guest_frames.hpp"
+#include "../lib/tcp_peek_env.hpp"
 
 namespace tcpsim {
 
@@ -53,6 +54,7 @@ struct Sim {
         c.max_flows = 64;
         c.batch_data_frames = 8;
         c.batch_control_frames = 16;
+        apply_test_peek_mode(c); // RKNP_TEST_TCP_PEEK_MODE
         return c;
     }
     explicit Sim(FastPathConfig c = base_config()) {

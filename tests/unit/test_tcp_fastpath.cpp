@@ -17,7 +17,6 @@ using namespace tcpsim;
 
 TEST_CASE("tcp_fastpath: handshake negotiates MSS and window scaling") {
     Sim sim;
-    REQUIRE(sim.fp->enabled());
     Listener l;
     Guest g(sim, false, l.port);
     Rx synack;

@@ -122,7 +122,6 @@ int recv_error(int fd) {
 
 TEST_CASE("tcp_forward: a host client reaches the guest; data both ways byte-exact") {
     Sim sim;
-    REQUIRE(sim.fp->enabled());
     uint16_t port = free_port();
     REQUIRE(add(sim, port) == 0);
     CHECK(sim.fp->forwards() == 1);

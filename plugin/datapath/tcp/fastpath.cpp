@@ -39,7 +39,8 @@ FastPath::FastPath(FastPathConfig cfg)
     : FastPath(std::move(cfg), random_seeds()) {}
 
 FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
-    : cfg_(std::move(cfg)), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
+    : cfg_(std::move(cfg)), peek_choice_(choose_peek_mode(cfg_.peek_mode, cfg_.peek_off_probe)),
+      peek_(peek_choice_.mode), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
                                  std::max<size_t>(cfg_.batch_control_frames, 4)),
       table_(std::max<size_t>(cfg_.max_flows, 1), seeds[0]),
       timers_(std::max<size_t>(cfg_.max_flows, 1)), isn_seed_(seeds[1]) {
@@ -55,14 +56,6 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
         throw_errno("fast path: epoll_ctl");
     queued_.assign(n, 0);
     pending_.assign(n, 0);
-
-    // Data stays in the kernel until the guest ACKs it: without SO_PEEK_OFF
-    // on TCP (Linux 6.9+) every peek would start at the oldest byte.
-    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (probe) {
-        int zero = 0;
-        enabled_ = ::setsockopt(probe.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
-    }
 }
 
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
@@ -214,7 +207,6 @@ void FastPath::open_flow(const Segment &s, Route r) {
 }
 
 Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
-    if (!enabled_) return Verdict::NotMine;
     learn_guest_mac(frame);
     Segment s;
     switch (parse_segment(frame, s)) {

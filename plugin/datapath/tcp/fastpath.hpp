@@ -17,8 +17,9 @@
 // writes frames() to the tap (one writev per frame) and clears it.
 //
 // Parts: the flow table (flow_table.hpp), routing of guest SYNs
-// (route.hpp), the forward listeners (forward_listeners.cpp) and, here,
-// the epoll dispatch, deadlines and guest frames.
+// (route.hpp), the forward listeners (forward_listeners.cpp), the peek mode
+// and its scratch (peek_mode.hpp) and, here, the epoll dispatch, deadlines
+// and guest frames.
 //
 // Forwarded TCP ports (add_forward): the fast path owns the listening
 // socket, in the same epoll set; each accepted connection becomes a flow
@@ -42,6 +43,7 @@
 #include "datapath/tcp/flow.hpp"
 #include "datapath/tcp/flow_table.hpp"
 #include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/peek_mode.hpp"
 #include "datapath/tcp/reorder.hpp"
 #include "datapath/tcp/route.hpp"
 #include "datapath/tcp/timers.hpp"
@@ -52,14 +54,16 @@ enum class Verdict { NotMine, Consumed };
 
 class FastPath {
 public:
-    // Throws Error (epoll/eventfd creation).
+    // Throws Error (epoll/eventfd creation; RKNP_ERR_UNSUPPORTED for
+    // PeekMode::Offset on a kernel without SO_PEEK_OFF for TCP).
     explicit FastPath(FastPathConfig cfg);
     FastPath(const FastPath &) = delete;
     FastPath &operator=(const FastPath &) = delete;
 
-    // False if the kernel lacks SO_PEEK_OFF for TCP (before Linux 6.9):
-    // then every frame is NotMine and libslirp carries all TCP.
-    bool enabled() const { return enabled_; }
+    // How host sockets are peeked (Offset or Discard, never Automatic),
+    // and why (for the start log line).
+    PeekMode peek_mode() const { return peek_choice_.mode; }
+    const char *peek_mode_reason() const { return peek_choice_.reason; }
 
     // A checksum-complete Ethernet frame from the guest (vnet header
     // stripped; IPv4 fragments already reassembled). NotMine: give it to
@@ -114,7 +118,7 @@ private:
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
-        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu};
+        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu, peek_};
     }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
@@ -143,7 +147,8 @@ private:
     void send_arp(const uint8_t guest[16]);
 
     FastPathConfig cfg_;
-    bool enabled_ = false;
+    PeekChoice peek_choice_;
+    PeekScratch peek_;
     UniqueFd ep_;
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;

@@ -2,7 +2,8 @@
 
 // What the fast path is told at creation: the virtual networks as libslirp
 // has them, the host-loopback and outbound-address choices, the flow-table
-// size and admission hook, and the clock and ISN overrides tests use.
+// size and admission hook, how host sockets are peeked, and the clock,
+// ISN and kernel-probe overrides tests use.
 #pragma once
 
 #include <netinet/in.h>
@@ -20,6 +21,17 @@ enum class Admission {
     Accept,
     Reset, // at the cap: RST, the guest's connect fails at once
     Drop,  // rate-limited: silence, the guest retransmits
+};
+
+// How flows peek at the host data the guest has not acknowledged yet
+// (peek_mode.hpp). Automatic is a request only: FastPath::peek_mode() is
+// always Offset or Discard.
+enum class PeekMode : uint8_t {
+    Automatic, // Offset if the kernel has SO_PEEK_OFF for TCP, else Discard
+    Offset,    // SO_PEEK_OFF (Linux >= 6.9): each peek starts past what was
+               // sent; FastPath's constructor throws without it
+    Discard,   // peek from the queue's start, the bytes already sent into
+               // a discard buffer (what passt did before 6.9)
 };
 
 struct FastPathConfig {
@@ -45,10 +57,14 @@ struct FastPathConfig {
     std::function<Admission()> admit_flow;
     size_t batch_data_frames = 32;    // 64 KiB of payload memory each
     size_t batch_control_frames = 32;
+    PeekMode peek_mode = PeekMode::Automatic;
     // For tests: a millisecond clock instead of CLOCK_MONOTONIC, and a
     // fixed initial sequence number instead of RFC 6528's.
     std::function<int64_t()> clock;
     std::optional<uint32_t> fixed_isn;
+    // For tests: answers "does the kernel have SO_PEEK_OFF for TCP?"
+    // instead of the probe (e.g. a kernel before 6.9 on a newer one).
+    std::function<bool()> peek_off_probe;
 };
 
 } // namespace rknp::tcp

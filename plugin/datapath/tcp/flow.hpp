@@ -5,8 +5,9 @@
 // (seen as frames on the tap) and one non-blocking host kernel socket, in
 // the style of passt's tcp.c. There is no TCP stack here: the host kernel
 // keeps the host->guest data in its receive queue until the guest ACKs it
-// (peeked with SO_PEEK_OFF, dropped with MSG_TRUNC, retransmitted by
-// rewinding the peek offset), and guest->host data goes into the socket in
+// (peeked past what was sent, with SO_PEEK_OFF or the discard mode of
+// peek_mode.hpp, dropped with MSG_TRUNC, retransmitted by peeking again
+// from the oldest byte), and guest->host data goes into the socket in
 // order, the ACK to the guest covering exactly what the socket accepted.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "common/fd.hpp"
 #include "datapath/tcp/batch.hpp"
 #include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/peek_mode.hpp"
 
 namespace rknp::tcp {
 
@@ -55,6 +57,7 @@ struct FlowContext {
     int epfd;
     int64_t now; // ms, monotonic
     uint32_t mtu;
+    PeekScratch &peek; // the peek mode and its buffers
     // Set by a flow that has a frame for a guest whose MAC is unknown.
     bool want_guest_mac = false;
 };
@@ -180,6 +183,14 @@ private:
     bool process_ack(FlowContext &c, const Segment &s);
     void process_data(FlowContext &c, const Segment &s);
     void push(FlowContext &c);
+    // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
+    bool send_host_fin(FlowContext &c);
+    bool only_in_flight_queued(uint32_t inflight) const;
+    // Discard mode with bytes in flight: whether to peek now (at least as
+    // much new data as skipped); else it may have sent our FIN or marked
+    // the socket drained.
+    bool discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
+                               size_t room);
     bool rewind(FlowContext &c);
     void on_rto(FlowContext &c);
     void window_check(FlowContext &c, bool from_timer);

@@ -43,8 +43,9 @@ uint16_t guest_mss(uint16_t offered, bool v6, uint16_t ours) {
     return std::min<uint16_t>(std::max<uint16_t>(want, 536), ours);
 }
 
-// Options every flow's host socket gets; false if SO_PEEK_OFF is refused.
-bool setup_socket(int fd) {
+// Options every flow's host socket gets; false if SO_PEEK_OFF is refused
+// (asked for only in the Offset peek mode).
+bool setup_socket(int fd, PeekMode mode) {
     // The guest's stack already decided when to push (Nagle/cork happened
     // there): a second Nagle here would only add delay.
     set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
@@ -53,6 +54,7 @@ bool setup_socket(int fd) {
     // out of the stream and our byte counting (peek offset = bytes in
     // flight) would slip. URG is never passed on in either direction.
     set_int(fd, SOL_SOCKET, SO_OOBINLINE, 1);
+    if (mode != PeekMode::Offset) return true;
     int zero = 0;
     return ::setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
 }
@@ -88,7 +90,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
         return false;
     }
     const int fd = sock_.get();
-    if (!setup_socket(fd) ||
+    if (!setup_socket(fd, c.peek.mode()) ||
         (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
         ++c.stats.connect_failed;
         v_.state = State::Connecting;
@@ -153,7 +155,7 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
     v_.mss = guest_mss(0, ep.v6, v_.our_mss);
     sock_ = std::move(sock);
     v_.state = State::HostSynSent;
-    if (!setup_socket(sock_.get())) {
+    if (!setup_socket(sock_.get(), c.peek.mode())) {
         close(c, Reset::Host);
         return;
     }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The host->guest half of a flow: socket data peeked into frames for the
-// guest, the guest's ACKs releasing it, retransmission by rewinding.
+// guest (in either peek mode, peek_mode.hpp), the guest's ACKs releasing
+// it, retransmission by rewinding.
 #include "datapath/tcp/flow.hpp"
 
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -57,7 +59,8 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         uint32_t n = data_end - v_.snd_una;
         if (n != 0) {
             // The acked bytes leave the kernel's queue only now; the peek
-            // offset moves back by as much, staying = bytes in flight.
+            // offset (Offset mode) moves back by as much, staying = bytes
+            // in flight.
             ssize_t r;
             do
                 r = ::recv(sock_.get(), nullptr, n, MSG_TRUNC | MSG_DONTWAIT);
@@ -76,7 +79,8 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
             v_.snd_nxt = v_.snd_una;
             v_.peek_drained = false;
             int zero = 0;
-            (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
+            if (!c.peek.discard())
+                (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
         }
         if (v_.rtt_timing && seq_ge(a, v_.rtt_seq)) {
             rtt_sample(c.now - v_.rtt_start);
@@ -107,6 +111,8 @@ bool Flow::rewind(FlowContext &c) {
     v_.peek_drained = false;
     v_.rtt_timing = false;
     if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
+    // Discard mode: the next peek skips snd_nxt - snd_una = 0 bytes.
+    if (c.peek.discard()) return true;
     int zero = 0;
     if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0) {
         close(c, Reset::Both);
@@ -115,11 +121,62 @@ bool Flow::rewind(FlowContext &c) {
     return true;
 }
 
+bool Flow::send_host_fin(FlowContext &c) {
+    // End of stream right after what was sent: all data is out, FIN next.
+    v_.host_eof = true;
+    if (!c.out.control_room()) { // retried from service()
+        v_.want_push = true;
+        return false;
+    }
+    emit(c, kFin | kAck, v_.snd_nxt, 0, window_field(v_.adv_wnd));
+    v_.fin_sent = true;
+    v_.fin_seq = v_.snd_nxt;
+    v_.fin_ever = true;
+    v_.snd_high = seq_max(v_.snd_high, snd_max());
+    if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+    return true;
+}
+
+bool Flow::only_in_flight_queued(uint32_t inflight) const {
+    // What the receive queue holds (FIN not counted): nothing past the
+    // bytes in flight means the end of the stream is right after them.
+    int queued = 0;
+    return ::ioctl(sock_.get(), FIONREAD, &queued) == 0 && uint32_t(queued) == inflight;
+}
+
+bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
+                                 size_t room) {
+    // A Discard peek copies the inflight bytes again: it goes ahead only
+    // if it brings at least as many new ones, so that no byte is copied
+    // more than twice; else the guest's ACKs (fewer to skip) or the host's
+    // data (an EPOLLIN edge) call push() again. This also bounds what is
+    // in flight to twice what one peek carries (PeekScratch::kMaxSkip).
+    int q = 0;
+    if (::ioctl(sock_.get(), FIONREAD, &q) < 0 || q < 0) return inflight < PeekScratch::kMaxSkip;
+    const uint32_t queued = uint32_t(q);
+    if (queued <= inflight) {
+        // Nothing past the bytes in flight (FIONREAD counts no FIN, and
+        // urgent bytes are inline): the stream ends right after them if
+        // the host shut its side.
+        if (v_.host_shut && queued == inflight) {
+            send_host_fin(c);
+        } else {
+            // Past the host's FIN no edge comes: the guest's ACKs retry.
+            v_.peek_drained = !v_.host_urgent && !v_.host_shut;
+        }
+        return false;
+    }
+    const uint64_t can = std::min<uint64_t>({uint64_t(queued - inflight), budget,
+                                             uint64_t(room) * kMaxPayload});
+    return can >= inflight && inflight <= PeekScratch::kMaxSkip;
+}
+
 void Flow::push(FlowContext &c) {
     v_.want_push = false;
     if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
     const int fd = sock_.get();
     const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
+    const bool discard = c.peek.discard();
     for (;;) {
         const uint32_t inflight = v_.snd_nxt - v_.snd_una;
         if (v_.snd_wnd <= inflight) {
@@ -135,18 +192,24 @@ void Flow::push(FlowContext &c) {
             v_.want_push = true;
             return;
         }
-        iovec iov[64];
+        room = std::min(room, PeekScratch::kDataIovs);
+        if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
+            return;
+        // Discard mode: the bytes in flight are still first in the queue;
+        // they go to the discard buffer, the frames' payload after them.
+        iovec *iov = c.peek.iov();
+        const size_t skip_iovs = discard ? c.peek.cover(inflight) : 0;
+        const size_t skip = discard ? inflight : 0;
         size_t k = 0, asked = 0;
-        room = std::min(room, std::size(iov));
         while (k < room && asked < budget) {
             size_t l = std::min<size_t>(per_frame, budget - asked);
-            iov[k] = {c.out.next_payload(k), l};
+            iov[skip_iovs + k] = {c.out.next_payload(k), l};
             asked += l;
             ++k;
         }
         msghdr mh{};
         mh.msg_iov = iov;
-        mh.msg_iovlen = k;
+        mh.msg_iovlen = skip_iovs + k;
         ssize_t n;
         do
             n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
@@ -159,25 +222,29 @@ void Flow::push(FlowContext &c) {
             close(c, Reset::Both); // ECONNRESET and friends
             return;
         }
-        if (n == 0) {
-            // End of stream at the peek offset: all data is out, FIN next.
-            v_.host_eof = true;
-            if (!c.out.control_room()) { // retried from service()
-                v_.want_push = true;
-                return;
-            }
-            emit(c, kFin | kAck, v_.snd_nxt, 0, window_field(v_.adv_wnd));
-            v_.fin_sent = true;
-            v_.fin_seq = v_.snd_nxt;
-            v_.fin_ever = true;
-            v_.snd_high = seq_max(v_.snd_high, snd_max());
-            if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+        if (size_t(n) < skip) {
+            // Discard mode: the peek stopped at an urgent mark among the
+            // bytes in flight; past it only once the guest acked up to it.
             return;
         }
-        size_t left = size_t(n);
+        const size_t got = size_t(n) - skip;
+        if (got == 0) {
+            // Offset mode: end of stream at the peek offset. Discard mode
+            // with bytes in flight: their end is where the peek stopped,
+            // the end of the stream if the host shut and nothing else is
+            // queued (an urgent mark right there stops a peek too).
+            if (skip == 0 || (v_.host_shut && only_in_flight_queued(inflight))) {
+                send_host_fin(c);
+                return;
+            }
+            // Past the host's FIN no edge comes: the guest's ACKs retry.
+            v_.peek_drained = !v_.host_urgent && !v_.host_shut;
+            return;
+        }
+        size_t left = got;
         const uint16_t wf = window_field(v_.adv_wnd);
         const bool fresh = seq_ge(v_.snd_nxt, v_.snd_high); // not a resend
-        for (size_t j = 0; left != 0; ++j) {
+        for (size_t j = skip_iovs; left != 0; ++j) {
             size_t l = std::min(left, iov[j].iov_len);
             left -= l;
             OutFields f;
@@ -196,7 +263,7 @@ void Flow::push(FlowContext &c) {
             v_.rtt_start = c.now;
         }
         if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
-        if (size_t(n) < asked) { // drained, or an urgent mark
+        if (got < asked) { // drained, or an urgent mark
             // Past the host's FIN nothing more will arrive to wake us: peek
             // again, which gives 0 and sends our FIN (or the rest after an
             // urgent mark).

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
+# Benchmark of the TCP fast path's two peek modes (not part of the test
+# run; docs/tcp-fast-path.md "Peek modes"): one iperf3 stream host ->
+# child (-R: the direction that peeks at host sockets) and child -> host
+# through rknp-rel-driver --tcp-path fast --tcp-peek offset|discard (MTU
+# 65520), the modes alternating run by run against one iperf3 server on
+# the host's 127.0.0.1. Prints every run, the medians, and the median of
+# the ratios discard/offset of each pair of runs (the two modes back to
+# back: the ratio least disturbed by a busy machine).
+# Offset needs Linux >= 6.9.
+#
+#   sudo tests/bench/peek_modes.sh [BUILD_DIR]
+#   PEEK_REPEAT (3 per mode and direction)  PEEK_SECONDS (iperf3 -t, 4)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(readlink -f "${1:-$ROOT/build}")
+REPEAT=${PEEK_REPEAT:-3}
+SECONDS_PER_RUN=${PEEK_SECONDS:-4}
+# shellcheck source=tests/lib/common.sh
+source "$ROOT/tests/lib/common.sh"
+[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+DRIVER=$BUILD/bin/rknp-rel-driver
+[ -x "$DRIVER" ] || { echo "missing $DRIVER (build first)" >&2; exit 1; }
+command -v iperf3 >/dev/null || { echo "missing iperf3" >&2; exit 1; }
+setup_test_user
+make_scratch peek-bench
+trap 'end_run; rm -rf "$SCRATCH"' EXIT
+chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
+touch "$SCRATCH/logs/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/logs/plugin.log"
+PORT=$(free_port 127.0.0.1)
+iperf3 -s -B 127.0.0.1 -p "$PORT" >"$SCRATCH/logs/iperf3-server.log" 2>&1 &
+track_bg $!
+wait_tcp 127.0.0.1 "$PORT"
+
+# run MODE DIRECTION: one iperf3 run, Gbit/s the receiver counted.
+run() {
+    local mode=$1 dir=$2 rev=()
+    [ "$dir" = down ] && rev=(-R)
+    as_user "$DRIVER" --log "$SCRATCH/logs/plugin.log" --tcp-path fast --tcp-peek "$mode" -- \
+        iperf3 -c 10.0.2.2 -p "$PORT" -t "$SECONDS_PER_RUN" -J "${rev[@]}" \
+        2>>"$SCRATCH/logs/driver.log" >"$SCRATCH/out.json" ||
+        { tail -n 20 "$SCRATCH/logs/driver.log" >&2; return 1; }
+    python3 -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' \
+        "$SCRATCH/out.json"
+}
+
+declare -A runs
+for ((i = 1; i <= REPEAT; i++)); do
+    for dir in down up; do
+        for mode in offset discard; do
+            g=$(run "$mode" "$dir")
+            echo "run $i $dir $mode: $g Gbit/s"
+            runs[$dir.$mode]+="$g "
+        done
+        o=${runs[$dir.offset]% }
+        d=${runs[$dir.discard]% }
+        runs[$dir.ratio]+="$(awk -v o="${o##* }" -v d="${d##* }" 'BEGIN {print d / o}') "
+    done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+for dir in down up; do
+    o=$(median <<<"${runs[$dir.offset]}")
+    d=$(median <<<"${runs[$dir.discard]}")
+    label="host -> child (-R)"
+    [ "$dir" = up ] && label="child -> host"
+    r=$(median <<<"${runs[$dir.ratio]}")
+    awk -v l="$label" -v o="$o" -v d="$d" -v r="$r" -v n="$REPEAT" \
+        'BEGIN {printf "%s, medians of %d: offset %.2f, discard %.2f Gbit/s; discard/offset of each pair, median %.2f\n", l, n, o, d, r}'
+done
