@@ -3,9 +3,11 @@
 
 # The whole test suite: shellcheck, build, unit + ABI + integration + reliability tests
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
-# end-to-end tests, some of them again on Debian 12's kernel 6.1 in a VM
-# (tests/vm/run.sh) and the Debian packages (tests/package/run.sh). Run as
-# root on a fresh machine (it installs the Debian packages it needs).
+# end-to-end tests (again with TCP through libslirp, and the fast-path
+# cases again with the discard peek mode), some of them again on Debian
+# 12's kernel 6.1 in a VM (tests/vm/run.sh) and the Debian packages
+# (tests/package/run.sh). Run as root on a fresh machine (it installs the
+# Debian packages it needs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
@@ -36,6 +38,9 @@ echo "== end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/run.sh"
 echo "== end-to-end again with TCP through libslirp (--plugin-tcp=slirp)"
 BUILD_DIR=$BUILD E2E_DRIVERS=plugin E2E_PLUGIN_TCP=slirp "$ROOT/tests/e2e/run.sh"
+echo "== end-to-end: the fast-path cases with the older kernels' peek method (--plugin-tcp-peek=discard)"
+BUILD_DIR=$BUILD E2E_DRIVERS=plugin E2E_PLUGIN_TCP_PEEK=discard \
+    E2E_CASES="http_host_loopback netns_host mtu_1500 ipv6 ports_plugin" "$ROOT/tests/e2e/run.sh"
 echo "== flood: a guest opening 200k flows against rootlesskit's real fd limit"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/flood.sh"
 echo "== slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"

@@ -39,6 +39,9 @@ type Config struct {
 	MaxFlows          int
 	MaxNewFlowsPerSec int
 	DisableSandbox    bool
+	// ABI 1.4: how the TCP fast path reads host sockets. A test and
+	// diagnostic knob: TCPPeekAuto (the zero value) is right everywhere.
+	TCPPeek TCPPeek
 }
 
 // TCPPath is an RKNP_TCP_PATH_* value (ABI 1.2). Its text form is the
@@ -96,6 +99,78 @@ func (p *TCPPath) Set(s string) error {
 	return nil
 }
 
+// TCPPeek is an RKNP_TCP_PEEK_* value (ABI 1.4): how the TCP fast path
+// peeks at a host socket's data the guest has not acknowledged yet. Its
+// text form is the --plugin-tcp-peek flag's: "" for TCPPeekAuto (which
+// ParseTCPPeek also reads as "auto"), "offset", "discard".
+type TCPPeek uint8
+
+const (
+	// TCPPeekAuto probes SO_PEEK_OFF when the parent starts: TCPPeekOffset
+	// where the kernel has it (Linux >= 6.9), else TCPPeekDiscard.
+	TCPPeekAuto TCPPeek = C.RKNP_TCP_PEEK_AUTO
+	// TCPPeekOffset uses SO_PEEK_OFF; Parent.Start fails with
+	// CodeUnsupported if the kernel lacks it.
+	TCPPeekOffset TCPPeek = C.RKNP_TCP_PEEK_OFFSET
+	// TCPPeekDiscard peeks from the start of the receive queue, the bytes
+	// already sent to the guest into a discard buffer (the method for
+	// kernels before 6.9, forced on any kernel).
+	TCPPeekDiscard TCPPeek = C.RKNP_TCP_PEEK_DISCARD
+)
+
+var tcpPeekNames = map[TCPPeek]string{TCPPeekAuto: "", TCPPeekOffset: "offset", TCPPeekDiscard: "discard"}
+
+// String is the text ParseTCPPeek reads back; a value outside the
+// constants prints as TCPPeek(N).
+func (m TCPPeek) String() string {
+	if s, ok := tcpPeekNames[m]; ok {
+		return s
+	}
+	return fmt.Sprintf("TCPPeek(%d)", uint8(m))
+}
+
+// valid reports whether m is one of the constants, the values the C ABI
+// defines.
+func (m TCPPeek) valid() bool {
+	_, ok := tcpPeekNames[m]
+	return ok
+}
+
+// ParseTCPPeek reads a --plugin-tcp-peek value: "" or "auto", "offset",
+// "discard". A wrong one is an invalid argument, as the library would
+// call it.
+func ParseTCPPeek(s string) (TCPPeek, error) {
+	if s == "auto" {
+		return TCPPeekAuto, nil
+	}
+	for m, name := range tcpPeekNames {
+		if name == s {
+			return m, nil
+		}
+	}
+	return TCPPeekAuto, &Error{Code: CodeInvalidArgument,
+		Message: fmt.Sprintf("invalid TCP peek mode %q: must be \"auto\", \"offset\" or \"discard\"", s)}
+}
+
+// Set is ParseTCPPeek into m, which makes *TCPPeek a flag.Value.
+func (m *TCPPeek) Set(s string) error {
+	parsed, err := ParseTCPPeek(s)
+	if err != nil {
+		return err
+	}
+	*m = parsed
+	return nil
+}
+
+// tcpPeekModeName is the text of an rknp_stats.tcp_peek_mode: "offset"
+// or "discard", "" for 0 (the fast path is off) and unknown values.
+func tcpPeekModeName(v uint32) string {
+	if v == 0 || v > math.MaxUint8 {
+		return ""
+	}
+	return tcpPeekNames[TCPPeek(v)]
+}
+
 // cConfig is a filled rknp_config plus the C strings it points to.
 type cConfig struct {
 	c    C.rknp_config
@@ -127,6 +202,12 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	}
 	if _, minor := l.ABIVersion(); (cfg.MaxFlows != 0 || cfg.MaxNewFlowsPerSec != 0 || cfg.DisableSandbox) && minor < 3 {
 		return nil, fmt.Errorf("flow limits and disabling the sandbox need ABI 1.3, the plugin has 1.%d: %w", minor, ErrUnsupported)
+	}
+	if _, minor := l.ABIVersion(); cfg.TCPPeek != TCPPeekAuto && minor < 4 {
+		return nil, fmt.Errorf("TCP peek mode %q needs ABI 1.4, the plugin has 1.%d: %w", cfg.TCPPeek, minor, ErrUnsupported)
+	}
+	if !cfg.TCPPeek.valid() {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP peek mode %v", cfg.TCPPeek)}
 	}
 	if !cfg.TCPPath.valid() {
 		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP path %v", cfg.TCPPath)}
@@ -160,6 +241,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.enable_dhcp = cbool(cfg.EnableDHCP)
 	cc.c.tcp_path = C.uint8_t(cfg.TCPPath)
 	cc.c.disable_sandbox = cbool(cfg.DisableSandbox)
+	cc.c.tcp_peek_mode = C.uint8_t(cfg.TCPPeek)
 	for _, lim := range []struct {
 		name string
 		v    int

@@ -47,3 +47,65 @@ func TestTCPPathParseErrors(t *testing.T) {
 		t.Errorf("Set(fast): %v, value %v", err, p)
 	}
 }
+
+// Config's TCPPeek in its text form: what --plugin-tcp-peek accepts and
+// what String prints.
+
+var _ flag.Value = (*TCPPeek)(nil)
+
+func TestTCPPeekText(t *testing.T) {
+	for text, want := range map[string]TCPPeek{"": TCPPeekAuto, "offset": TCPPeekOffset, "discard": TCPPeekDiscard} {
+		got, err := ParseTCPPeek(text)
+		if err != nil || got != want {
+			t.Errorf("ParseTCPPeek(%q) = %v, %v; want %v", text, got, err, want)
+		}
+		if s := want.String(); s != text {
+			t.Errorf("%d.String() = %q, want %q", uint8(want), s, text)
+		}
+	}
+	// The flag's spelling of the default.
+	if got, err := ParseTCPPeek("auto"); err != nil || got != TCPPeekAuto {
+		t.Errorf("ParseTCPPeek(auto) = %v, %v", got, err)
+	}
+	if s := TCPPeek(7).String(); s != "TCPPeek(7)" {
+		t.Errorf("TCPPeek(7).String() = %q", s)
+	}
+	// The values are the C enum's.
+	if TCPPeekAuto != 0 || TCPPeekOffset != 1 || TCPPeekDiscard != 2 {
+		t.Errorf("constants %d %d %d", TCPPeekAuto, TCPPeekOffset, TCPPeekDiscard)
+	}
+}
+
+func TestTCPPeekParseErrors(t *testing.T) {
+	for _, text := range []string{"peek", "Offset", " discard", "default", "0", "1"} {
+		_, err := ParseTCPPeek(text)
+		if CodeOf(err) != CodeInvalidArgument {
+			t.Errorf("ParseTCPPeek(%q): want an invalid argument, got %v", text, err)
+		}
+	}
+	_, err := ParseTCPPeek("peek")
+	if want := `invalid TCP peek mode "peek": must be "auto", "offset" or "discard" (invalid argument)`; err == nil || err.Error() != want {
+		t.Errorf("message %v, want %s", err, want)
+	}
+	// A failed Set keeps the value it had.
+	m := TCPPeekDiscard
+	if err := m.Set("peek"); err == nil || m != TCPPeekDiscard {
+		t.Errorf("Set(peek): %v, value %v", err, m)
+	}
+	if err := m.Set("offset"); err != nil || m != TCPPeekOffset {
+		t.Errorf("Set(offset): %v, value %v", err, m)
+	}
+	if err := m.Set("auto"); err != nil || m != TCPPeekAuto {
+		t.Errorf("Set(auto): %v, value %v", err, m)
+	}
+}
+
+// rknp_stats.tcp_peek_mode as Stats.TCPPeekMode: the two modes by name,
+// nothing for 0 (fast path off) and values this package does not know.
+func TestTCPPeekModeName(t *testing.T) {
+	for v, want := range map[uint32]string{0: "", 1: "offset", 2: "discard", 3: "", 256 + 1: "", 1 << 31: ""} {
+		if got := tcpPeekModeName(v); got != want {
+			t.Errorf("tcpPeekModeName(%d) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -157,13 +157,13 @@ func (l *Library) ABIVersion() (major, minor uint32) {
 	return v >> 16, v & 0xffff
 }
 
-// Version is the library's version string, e.g. "0.1.0 (libslirp 4.7.0)".
+// Version is the library's version string, e.g. "1.4.0 (libslirp 4.7.0)".
 func (l *Library) Version() string {
 	return C.GoString(C.rknp_go_library_version(l.api))
 }
 
 // Versions splits Version into the plugin's own version and the libslirp
-// version it runs on, e.g. ("0.1.0", "4.7.0"). A plugin whose version
+// version it runs on, e.g. ("1.4.0", "4.7.0"). A plugin whose version
 // string does not end in "(libslirp X)" reports it whole and libslirp "".
 func (l *Library) Versions() (plugin, libslirp string) {
 	return SplitVersion(l.Version())

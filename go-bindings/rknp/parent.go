@@ -64,6 +64,11 @@ type Stats struct {
 	TCPFastFlows       uint64 // TCP flows on the fast path now
 	TCPFastRetransmits uint64 // segments the fast path sent the guest again
 	Sandbox            uint32 // RKNP_SANDBOX_* bits: 1 seccomp, 2 Landlock
+	// TCPPeekMode is how the TCP fast path reads host sockets, the
+	// Config.TCPPeek in force (ABI 1.4): "offset" or "discard"; "" while
+	// the fast path is off (TCPPathSlirp, no offloads) and from older
+	// libraries.
+	TCPPeekMode string
 }
 
 // NewParent validates cfg and creates a stopped parent.
@@ -190,6 +195,7 @@ func (p *Parent) Stats() (Stats, error) {
 		TCPFastFlows:       uint64(s.tcp_fast_flows),
 		TCPFastRetransmits: uint64(s.tcp_fast_retransmits),
 		Sandbox:            uint32(s.sandbox),
+		TCPPeekMode:        tcpPeekModeName(uint32(s.tcp_peek_mode)),
 	}, nil
 }
 

@@ -26,6 +26,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{IfName: "this-name-is-too-long"}, "ifname"},
 		{Config{MACAddress: "zz"}, "mac"},
 		{Config{TCPPath: 7}, "tcp path"},
+		{Config{TCPPeek: 3}, "tcp peek mode"},
+		{Config{TCPPeek: 255}, "tcp peek mode"},
 	} {
 		_, err := l.NewParent(tc.cfg)
 		if err == nil {

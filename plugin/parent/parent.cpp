@@ -105,7 +105,8 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
             return;
         }
         // Everything this thread opens at start is open: from here on it
-        // runs confined (no new files, no exec; README "Security").
+        // runs confined (no new files, no exec; docs/security.md, "The
+        // stack thread's sandbox").
         if (stack_cfg_.sandbox)
             stats_.sandbox.store(confine_stack_thread(stack_cfg_.logger));
         else

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The stack thread's confinement (README "Security"): a seccomp allowlist
-// and a Landlock ruleset, both on the calling thread only, installed once
-// the stack holds everything it opens at start.
+// The stack thread's confinement (docs/security.md, "The stack thread's
+// sandbox"): a seccomp allowlist and a Landlock ruleset, both on the
+// calling thread only, installed once the stack holds everything it opens
+// at start.
 #pragma once
 
 #include <cstdint>

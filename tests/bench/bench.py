@@ -23,8 +23,8 @@ import report
 import session
 import targets
 
-DRIVERS = ["plugin", "plugin-fast", "rknp-slirp4netns", "slirp4netns", "pasta",
-           "gvisor-tap-vsock"]
+DRIVERS = ["plugin", "plugin-fast", "plugin-fast-nopeekoff", "rknp-slirp4netns",
+           "slirp4netns", "pasta", "gvisor-tap-vsock"]
 REFS = ["loopback", "veth"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

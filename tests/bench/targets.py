@@ -14,8 +14,16 @@ PY = "/usr/bin/python3"
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
 GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2",
+           "plugin-fast-nopeekoff": "10.0.2.2",
            "slirp4netns": "10.0.2.2", "rknp-slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
+# The plugin's drivers: --plugin-tcp, and --plugin-tcp-peek where forced.
+# plugin-fast-nopeekoff is the fast path without SO_PEEK_OFF (the discard
+# peek mode of kernels before 6.9), measured on this kernel.
+PLUGIN_FLAGS = {"plugin": ["--plugin-tcp=slirp"],
+                "plugin-fast": ["--plugin-tcp=fast"],
+                "plugin-fast-nopeekoff": ["--plugin-tcp=fast",
+                                          "--plugin-tcp-peek=discard"]}
 # Stack helper processes by driver (None: the stack is in rootlesskit itself).
 HELPERS = {"slirp4netns": ("slirp4netns",),
            # comm is cut at 15 characters; exe is matched by basename too
@@ -59,12 +67,11 @@ class RootlesskitDriver(Target):
 
     def wrap(self, user, mtu, agent_argv):
         net = ["--net=" + self.name]
-        if self.name in ("plugin", "plugin-fast"):
-            net = ["--net=plugin", "--net-plugin=" + self.plugin_lib]
+        if self.name in PLUGIN_FLAGS:
             # Both TCP paths by name, whatever the plugin's default (the
             # fast path since rknp 1.3).
-            net.append("--plugin-tcp=" + ("fast" if self.name == "plugin-fast"
-                                          else "slirp"))
+            net = (["--net=plugin", "--net-plugin=" + self.plugin_lib] +
+                   PLUGIN_FLAGS[self.name])
         return (["runuser", "-u", user, "--", self.rk] + net +
                 ["--mtu=%d" % mtu, "--"] + agent_argv)
 
@@ -180,7 +187,7 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
             out.append(Loopback())
         elif n == "veth":
             out.append(Veth())
-        elif n in nets or (n == "plugin-fast" and "plugin" in nets):
+        elif n in nets or (n in PLUGIN_FLAGS and "plugin" in nets):
             out.append(RootlesskitDriver(n, rootlesskit, plugin_lib))
         elif n == "plugin" and harness:
             log("rootlesskit %s has no --net=plugin: plugin runs via %s"

@@ -18,6 +18,7 @@ REFERENCE = "host"
 LABELS = {
     "host": "host kernel",
     "plugin-fast": "plugin (fast path)",
+    "plugin-fast-nopeekoff": "plugin (fast path, --plugin-tcp-peek=discard)",
     "plugin": "plugin --plugin-tcp=slirp",
     "rknp-slirp4netns": "rknp-slirp4netns (stock rootlesskit)",
     "slirp4netns": "slirp4netns",

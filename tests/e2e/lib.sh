@@ -107,7 +107,7 @@ e2e_cleanup() {
 # drv_flags DRIVER: --net flags for a driver under test.
 drv_flags() {
     case $1 in
-    plugin) echo "--net=plugin --net-plugin=$LIB${E2E_PLUGIN_TCP:+ --plugin-tcp=$E2E_PLUGIN_TCP}" ;;
+    plugin) echo "--net=plugin --net-plugin=$LIB${E2E_PLUGIN_TCP:+ --plugin-tcp=$E2E_PLUGIN_TCP}${E2E_PLUGIN_TCP_PEEK:+ --plugin-tcp-peek=$E2E_PLUGIN_TCP_PEEK}" ;;
     *) echo "--net=$1" ;;
     esac
 }

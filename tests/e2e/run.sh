@@ -8,6 +8,8 @@
 #   E2E_DRIVERS=plugin E2E_CASES="dns ipv6" sudo -E tests/e2e/run.sh
 #   E2E_PLUGIN_TCP=fast|slirp: --plugin-tcp=... for every plugin run (unset:
 #   the plugin's default, the fast path)
+#   E2E_PLUGIN_TCP_PEEK=auto|offset|discard: --plugin-tcp-peek=... for every
+#   plugin run (unset: auto); ports_plugin checks the mode in force
 #
 # Needs: build/bin/rootlesskit, build/lib/librknp.so.1, build/bin/rootlessctl
 # (ports_* cases; see go-bindings/README.md), slirp4netns, uidmap,

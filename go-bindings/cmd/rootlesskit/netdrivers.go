@@ -134,10 +134,13 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 	if nf.cidr != nil {
 		opt.CIDR = nf.cidr.String()
 	}
-	// The one value parsed here rather than by the library: the Go type
-	// is the C enum.
+	// The values parsed here rather than by the library: the Go types are
+	// the C enums.
 	if err := opt.TCPPath.Set(c.String("plugin-tcp")); err != nil {
-		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): %w", opt.PluginPath, err)
+		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): --plugin-tcp: %w", opt.PluginPath, err)
+	}
+	if err := opt.TCPPeek.Set(c.String("plugin-tcp-peek")); err != nil {
+		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): --plugin-tcp-peek: %w", opt.PluginPath, err)
 	}
 	d, err := rknp.NewParentDriver(opt)
 	if err != nil {

@@ -23,6 +23,10 @@ const (
 	ExtraPluginPath      = "rknp.plugin"   // file the library was loaded from
 	ExtraPluginVersion   = "rknp.version"  // the library's own version
 	ExtraLibslirpVersion = "rknp.libslirp" // libslirp the library runs on
+	// ExtraTCPPeek is how the TCP fast path reads host sockets, the
+	// --plugin-tcp-peek mode in force: "offset" or "discard" (ABI 1.4;
+	// absent while the fast path is off and with older libraries).
+	ExtraTCPPeek = "rknp.tcp_peek"
 )
 
 // libslirpVersion is the libslirp version the library runs on: the
@@ -37,7 +41,7 @@ func libslirpVersion(lib *rknp.Library, n rknp.Network) string {
 }
 
 // describe is one line naming a loaded library, e.g.
-// "/usr/local/lib/librknp.so.1: rknp 0.1.0 (libslirp 4.7.0), ABI 1.3".
+// "/usr/local/lib/librknp.so.1: rknp 1.4.0 (libslirp 4.7.0), ABI 1.4".
 func describe(lib *rknp.Library, libslirp string) string {
 	major, minor := lib.ABIVersion()
 	path := lib.Path()
@@ -71,8 +75,9 @@ func Describe(pluginPath string) (string, error) {
 // WithPluginInfo wraps the port driver pd (any driver, nil for none) so
 // that its Info also names the plugin behind the network driver nd, which
 // must come from NewParentDriver: `rootlessctl info --json` then shows
-// the plugin's path, version and libslirp version. Everything else is
-// pd's own.
+// the plugin's path, version and libslirp version, and the TCP peek mode
+// in force (read from the running parent's stats at each Info). Everything
+// else is pd's own.
 func WithPluginInfo(pd port.ParentDriver, nd network.ParentDriver) port.ParentDriver {
 	d, ok := nd.(*parentDriver)
 	if pd == nil || !ok {
@@ -83,12 +88,13 @@ func WithPluginInfo(pd port.ParentDriver, nd network.ParentDriver) port.ParentDr
 	if v := libslirpVersion(d.lib, d.net); v != "" {
 		extra[ExtraLibslirpVersion] = v
 	}
-	return &pluginInfoPortDriver{ParentDriver: pd, extra: extra}
+	return &pluginInfoPortDriver{ParentDriver: pd, extra: extra, parent: d.parent}
 }
 
 type pluginInfoPortDriver struct {
 	port.ParentDriver
-	extra map[string]string
+	extra  map[string]string
+	parent *rknp.Parent // the network's, for what is known once it runs
 }
 
 func (p *pluginInfoPortDriver) Info(ctx context.Context) (*api.PortDriverInfo, error) {
@@ -102,5 +108,9 @@ func (p *pluginInfoPortDriver) Info(ctx context.Context) (*api.PortDriverInfo, e
 		out.Extra = make(map[string]string, len(p.extra))
 	}
 	maps.Copy(out.Extra, p.extra)
+	// A closed or not yet started parent has no mode to tell.
+	if st, err := p.parent.Stats(); err == nil && st.TCPPeekMode != "" {
+		out.Extra[ExtraTCPPeek] = st.TCPPeekMode
+	}
 	return &out, nil
 }

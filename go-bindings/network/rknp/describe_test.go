@@ -44,6 +44,10 @@ func TestWithPluginInfo(t *testing.T) {
 		!regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(info.Extra[ExtraLibslirpVersion]) {
 		t.Fatalf("versions %+v", info.Extra)
 	}
+	// Not started: no peek mode in force.
+	if v, ok := info.Extra[ExtraTCPPeek]; ok {
+		t.Fatalf("%s = %q before the network started", ExtraTCPPeek, v)
+	}
 	again, _ := inner.Info(context.Background())
 	if len(again.Extra) != 1 {
 		t.Fatalf("the port driver's map was changed: %+v", again.Extra)

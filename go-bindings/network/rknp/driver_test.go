@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/rknp/rknp/go-bindings/rknp"
 )
@@ -70,7 +71,8 @@ func TestChildDriverMissingPlugin(t *testing.T) {
 }
 
 // TestDrivers runs both halves; the child half targets a netns the test
-// creates, as with --detach-netns (root only).
+// creates, as with --detach-netns (root only). The parent forces the
+// discard peek mode, which the port driver's info then reports.
 func TestDrivers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create a network namespace")
@@ -81,7 +83,7 @@ func TestDrivers(t *testing.T) {
 		t.Skipf("ip netns add: %v: %s", err, b)
 	}
 	defer exec.Command("ip", "netns", "del", name).Run()
-	d, err := NewParentDriver(ParentOpt{PluginPath: path, Config: rknp.Config{IfName: "eth7"}})
+	d, err := NewParentDriver(ParentOpt{PluginPath: path, Config: rknp.Config{IfName: "eth7", TCPPeek: rknp.TCPPeekDiscard}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +95,36 @@ func TestDrivers(t *testing.T) {
 	dev, err := NewChildDriver(path).ConfigureNetworkChild(msg, "/run/netns/"+name)
 	if err != nil || dev != "eth7" || msg.Dev != "eth7" {
 		t.Fatalf("dev %q (msg %q), %v", dev, msg.Dev, err)
+	}
+	// The mode in force, once the tap is attached and the fast path on.
+	pd := WithPluginInfo(fakePortDriver{}, d)
+	var peek string
+	for range 100 {
+		info, err := pd.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if peek = info.Extra[ExtraTCPPeek]; peek != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	switch peek {
+	case "discard":
+	case "":
+		t.Logf("%s not reported: the library's core does not set rknp_stats.tcp_peek_mode", ExtraTCPPeek)
+	default:
+		t.Fatalf("%s = %q with the discard mode forced", ExtraTCPPeek, peek)
+	}
+	// A closed parent has no mode to tell; the rest of the info stays.
+	if err := cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := pd.Info(context.Background())
+	if err != nil || info.Extra[ExtraPluginPath] != path {
+		t.Fatalf("info after cleanup: %+v, %v", info, err)
+	}
+	if v, ok := info.Extra[ExtraTCPPeek]; ok {
+		t.Fatalf("%s = %q after cleanup", ExtraTCPPeek, v)
 	}
 }

@@ -66,7 +66,7 @@ void usage(const char *argv0) {
     std::printf("-v, --version            show version and exit\n");
 }
 
-// "0.1.0 (libslirp 4.7.0)" -> "4.7.0"; "" when the format differs.
+// "1.4.0 (libslirp 4.7.0)" -> "4.7.0"; "" when the format differs.
 std::string libslirp_version(const std::string &lib) {
     const std::string tag = "(libslirp ";
     auto at = lib.find(tag);
