@@ -107,10 +107,8 @@ func TestTCPPeekModeInForce(t *testing.T) {
 			}
 			switch {
 			case st.TCPPeekMode == "":
-				// The fast path is on (offloads, the default TCP path),
-				// so a library whose core sets the mode names it; a core
-				// before the discard mode leaves the field 0.
-				t.Skipf("the library reports no TCP peek mode with the fast path on: %+v", st)
+				// The fast path is on (offloads, the default TCP path).
+				t.Fatalf("no TCP peek mode in force with the fast path on: %+v", st)
 			case mode == TCPPeekAuto && st.TCPPeekMode != "offset" && st.TCPPeekMode != "discard",
 				mode != TCPPeekAuto && st.TCPPeekMode != mode.String():
 				t.Fatalf("TCPPeek %q: mode in force %q", mode, st.TCPPeekMode)
