@@ -3,9 +3,11 @@
 // Tests of the C ABI as a loader sees it: only rknp.h and the shared library.
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -228,4 +230,50 @@ TEST_CASE("child side reports missing opaque keys before touching anything") {
     rknp_error_free(err);
     rknp_child_options opts;
     CHECK(rknp_child_options_init(&opts, 2) == RKNP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("stats.tcp_peek_mode: the fast path's mode once started, 0 without it") {
+    // What the kernel says about SO_PEEK_OFF on TCP (Linux >= 6.9).
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(s >= 0);
+    int zero = 0;
+    const bool peek_off = ::setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
+    ::close(s);
+    struct Case {
+        uint8_t path, asked;
+        rknp_status start;
+        uint32_t in_force;
+    };
+    const uint32_t automatic = peek_off ? RKNP_TCP_PEEK_OFFSET : RKNP_TCP_PEEK_DISCARD;
+    const Case cases[] = {
+        {RKNP_TCP_PATH_DEFAULT, RKNP_TCP_PEEK_AUTO, RKNP_OK, automatic},
+        {RKNP_TCP_PATH_FAST, RKNP_TCP_PEEK_DISCARD, RKNP_OK, RKNP_TCP_PEEK_DISCARD},
+        {RKNP_TCP_PATH_FAST, RKNP_TCP_PEEK_OFFSET,
+         peek_off ? RKNP_OK : RKNP_ERR_UNSUPPORTED, peek_off ? uint32_t(RKNP_TCP_PEEK_OFFSET) : 0u},
+        {RKNP_TCP_PATH_SLIRP, RKNP_TCP_PEEK_DISCARD, RKNP_OK, 0},
+    };
+    for (const Case &c : cases) {
+        CAPTURE(int(c.path));
+        CAPTURE(int(c.asked));
+        TempDir dir;
+        auto cfg = default_config();
+        cfg.tcp_path = c.path;
+        cfg.tcp_peek_mode = c.asked;
+        rknp_parent *p = make_parent(cfg);
+        rknp_error *err = nullptr;
+        const rknp_status st = rknp_parent_start(p, dir.path().c_str(), 12345, &err);
+        CHECK(st == c.start);
+        if (st != RKNP_OK) {
+            // A kernel before 6.9 with the offset mode forced.
+            CHECK(std::string(rknp_error_message(err)).find("SO_PEEK_OFF") !=
+                  std::string::npos);
+            rknp_error_free(err);
+        } else {
+            rknp_stats stats{};
+            stats.struct_size = sizeof stats;
+            REQUIRE(rknp_parent_stats(p, &stats, nullptr) == RKNP_OK);
+            CHECK(stats.tcp_peek_mode == c.in_force);
+        }
+        rknp_parent_free(p);
+    }
 }

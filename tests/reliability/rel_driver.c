@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -285,6 +286,13 @@ int main(int argc, char **argv) {
     if (WIFEXITED(status)) snprintf(got, sizeof got, "%d", WEXITSTATUS(status));
     else snprintf(got, sizeof got, "killed");
     fprintf(stderr, "rknp-rel-driver: command exit %s\n", got);
+    /* This process's CPU so far, the stack thread's nearly all of it
+     * (tests/bench/peek_modes.sh divides it by the bytes moved). */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        fprintf(stderr, "rknp-rel-driver: cpu %.3f s\n",
+                ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     if (strcmp(expect_exit, "any") != 0 && strcmp(expect_exit, got) != 0)
         fail("command exit status %s is unexpected", got);
     if (expect_refused >= 0 && st.handovers_refused != (uint64_t)expect_refused)
