@@ -43,18 +43,12 @@ TEST_CASE("tcp_peek: automatic picks offset on a kernel with SO_PEEK_OFF for TCP
 }
 
 TEST_CASE("tcp_peek: automatic on a kernel without SO_PEEK_OFF picks discard and works") {
-    Sim sim(config(PeekMode::Automatic, no_peek_off));
-    CHECK(sim.fp->peek_mode() == PeekMode::Discard);
-    CHECK(std::string(sim.fp->peek_mode_reason()).find("no SO_PEEK_OFF") != std::string::npos);
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+    Conn k(config(PeekMode::Automatic, no_peek_off));
+    CHECK(k.sim.fp->peek_mode() == PeekMode::Discard);
+    CHECK(std::string(k.sim.fp->peek_mode_reason()).find("no SO_PEEK_OFF") != std::string::npos);
     Bytes data = pattern(1 << 20, 41);
     H2G o;
-    CHECK(host_to_guest(sim, g, c, data, o) == data);
-    ::close(c);
+    CHECK(host_to_guest(k.sim, k.g, k.c, data, o) == data);
 }
 
 TEST_CASE("tcp_peek: offset forced on a kernel without SO_PEEK_OFF fails the start") {
@@ -107,79 +101,55 @@ TEST_CASE("tcp_peek: the discard scratch covers any skip up to its bound") {
 
 TEST_CASE("tcp_peek: discard mode, megabytes in flight, loss both ways of repair") {
     SUBCASE("duplicate ACKs") {
-        Sim sim(config(PeekMode::Discard));
-        Listener l;
-        Guest g(sim, false, l.port);
-        REQUIRE(g.connect());
-        int c = accept_from(sim, l);
-        REQUIRE(c >= 0);
+        Conn k(config(PeekMode::Discard));
         // The guest's window (8 MiB) lets far more than the 64 KiB scratch
         // be in flight: every peek skips it in several discard iovecs.
         Bytes data = pattern(4 << 20, 42);
         H2G o;
         o.drop_first_data = true;
-        CHECK(host_to_guest(sim, g, c, data, o) == data);
-        CHECK(sim.fp->stats().fast_retransmits >= 1);
+        CHECK(host_to_guest(k.sim, k.g, k.c, data, o) == data);
+        CHECK(k.stats().fast_retransmits >= 1);
         CHECK(o.gso_frames > 0);
-        ::close(c);
     }
     SUBCASE("retransmission timer, IPv6") {
-        Sim sim(config(PeekMode::Discard));
-        Listener l(true);
-        Guest g(sim, true, l.port);
-        REQUIRE(g.connect());
-        int c = accept_from(sim, l);
-        REQUIRE(c >= 0);
+        Conn k(config(PeekMode::Discard), true);
         Bytes data = pattern(2 << 20, 43);
         H2G o;
         o.silent_drop = true;
-        CHECK(host_to_guest(sim, g, c, data, o) == data);
-        CHECK(sim.fp->stats().retransmits >= 1);
-        ::close(c);
+        CHECK(host_to_guest(k.sim, k.g, k.c, data, o) == data);
+        CHECK(k.stats().retransmits >= 1);
     }
     SUBCASE("partial and duplicate ACKs") {
-        Sim sim(config(PeekMode::Discard));
-        Listener l;
-        Guest g(sim, false, l.port);
-        REQUIRE(g.connect());
-        int c = accept_from(sim, l);
-        REQUIRE(c >= 0);
+        Conn k(config(PeekMode::Discard));
         Bytes data = pattern(1 << 20, 44);
         H2G o;
         o.ack_half = true;
         o.dup_acks = true;
-        CHECK(host_to_guest(sim, g, c, data, o) == data);
-        ::close(c);
+        CHECK(host_to_guest(k.sim, k.g, k.c, data, o) == data);
     }
 }
 
 TEST_CASE("tcp_peek: discard mode sends the host's FIN with data still unacked") {
-    Sim sim(config(PeekMode::Discard));
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+    Conn k(config(PeekMode::Discard));
     Bytes data = pattern(5000, 45);
-    REQUIRE(::send(c, data.data(), data.size(), 0) == ssize_t(data.size()));
-    ::shutdown(c, SHUT_WR);
+    REQUIRE(::send(k.c, data.data(), data.size(), 0) == ssize_t(data.size()));
+    ::shutdown(k.c, SHUT_WR);
     // The guest ACKs nothing: the data and then the FIN come all the same.
     Bytes got;
-    for (int i = 0; i < 500 && !g.got_fin; ++i) {
-        sim.pump(1);
+    for (int i = 0; i < 500 && !k.g.got_fin; ++i) {
+        k.sim.pump(1);
         Rx r;
-        while (g.next(r, 0)) g.absorb(r, &got);
+        while (k.g.next(r, 0)) k.g.absorb(r, &got);
     }
     CHECK(got == data);
-    CHECK(g.got_fin);
-    g.ack();
+    CHECK(k.g.got_fin);
+    k.g.ack();
     // The guest closes too: an orderly end, nothing reset.
-    g.send(kAck | kFin, g.snd_nxt);
-    g.snd_nxt += 1;
-    for (int i = 0; i < 50 && sim.fp->flows() != 0; ++i) sim.pump(1);
-    CHECK(sim.fp->flows() == 0);
-    CHECK(sim.fp->stats().resets_to_guest == 0);
-    ::close(c);
+    k.g.send(kAck | kFin, k.g.snd_nxt);
+    k.g.snd_nxt += 1;
+    for (int i = 0; i < 50 && k.sim.fp->flows() != 0; ++i) k.sim.pump(1);
+    CHECK(k.sim.fp->flows() == 0);
+    CHECK(k.sim.fp->stats().resets_to_guest == 0);
 }
 
 TEST_CASE("tcp_peek: RKNP_TEST_TCP_PEEK_MODE reaches the simulated guest's fast path") {
