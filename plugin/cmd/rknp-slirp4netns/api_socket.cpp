@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "errors.hpp"
+#include "monotonic.hpp"
 #include "rknp_handle.hpp"
 
 namespace s4n {
@@ -212,14 +212,10 @@ void ApiSocket::serve_one() {
     // Read until EOF, a complete JSON value, the size limit or a deadline,
     // so neither split writes nor an idle client wedge the process.
     std::string buf;
-    timespec start{};
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    long start = now_ms();
     Json probe;
     for (;;) {
-        timespec now{};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long elapsed = (now.tv_sec - start.tv_sec) * 1000 +
-                       (now.tv_nsec - start.tv_nsec) / 1000000;
+        long elapsed = now_ms() - start;
         pollfd p{conn.get(), POLLIN, 0};
         int r = ::poll(&p, 1, int(std::max(0L, kReadTimeoutMs - elapsed)));
         if (r < 0 && errno == EINTR) continue;

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +25,7 @@
 #include "child_process.hpp"
 #include "cli.hpp"
 #include "errors.hpp"
+#include "monotonic.hpp"
 #include "namespaces.hpp"
 #include "network_config.hpp"
 #include "rknp.h"
@@ -53,12 +53,6 @@ void log_to_stderr(void *user, int32_t level, const char *msg) {
     if (level > RKNP_LOG_INFO && !debug) return;
     std::fprintf(stderr, "rknp: %s: %s\n",
                  names[level >= 0 && level <= 3 ? level : 0], msg);
-}
-
-long now_ms() {
-    timespec t{};
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 // SIGTERM, SIGINT and SIGHUP arrive on a signalfd; blocked here before any
