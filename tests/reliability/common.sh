@@ -23,8 +23,10 @@ make_scratch reliability
 chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
 cp "$REL_DIR"/*.py "$SCRATCH/" && chmod 0644 "$SCRATCH"/*.py
 touch "$SCRATCH/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/plugin.log"
-rel_state() { find /tmp -maxdepth 1 -name 'rknp-rel.*' | sort; }
-STATE_BEFORE=$(rel_state)
+# The driver's state directories go to this run's own TMPDIR (drive), so
+# another suite running on the machine never shows up in the checks.
+mkdir "$SCRATCH/tmp" && chown "$RKNP_TEST_USER" "$SCRATCH/tmp"
+rel_state() { find "$SCRATCH/tmp" -mindepth 1 -maxdepth 1 -name 'rknp-rel.*' | sort; }
 trap 'end_run; rm -rf "$SCRATCH"' EXIT
 
 # serve PORT [server options]: a stream server on host 127.0.0.1.
@@ -46,11 +48,17 @@ serve() {
 drive() {
     local peek=()
     [ -n "${PEEK:-}" ] && peek=(--tcp-peek "$PEEK")
-    as_user "$DRIVER" --log "$SCRATCH/plugin.log" --tcp-path "$TCP_PATH" "${peek[@]}" "$@"
+    USER_TMPDIR=$SCRATCH/tmp as_user "$DRIVER" --log "$SCRATCH/plugin.log" \
+        --tcp-path "$TCP_PATH" "${peek[@]}" "$@"
 }
 
+# This run's drivers and stream clients are gone (its stream servers run
+# on until the end), and so are the state directories its drivers made.
 no_leftovers() {
-    ! pgrep -u "$RKNP_TEST_USER" -x rknp-rel-driver >/dev/null &&
-        ! pgrep -u "$RKNP_TEST_USER" -x rknp-rel-stream >/dev/null &&
-        [ "$(rel_state)" = "$STATE_BEFORE" ]
+    local clients
+    run_leftovers_named rknp-rel-driver || return 1
+    clients=$(python3 "$RUN_PROCS" list "$RKNP_TEST_RUN" --comm rknp-rel-stream |
+        grep -v ' serve ' || true)
+    [ -z "$clients" ] || { echo "$clients"; return 1; }
+    [ -z "$(rel_state)" ] || { rel_state; return 1; }
 }

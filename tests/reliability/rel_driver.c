@@ -214,8 +214,14 @@ int main(int argc, char **argv) {
     rknp_error *err = NULL;
     check(rknp_parent_new(&cfg, &parent, &err), err, "config");
 
-    char state_dir[] = "/tmp/rknp-rel.XXXXXX";
-    if (mkdtemp(state_dir) == NULL) return setup_failed(parent, before, NULL);
+    /* Under $TMPDIR when set: a suite gives each run its own, so two runs
+     * on one machine never see each other's state directories. */
+    const char *tmp = getenv("TMPDIR");
+    char state_dir[256];
+    int len = snprintf(state_dir, sizeof state_dir, "%s/rknp-rel.XXXXXX",
+                       tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+    if (len < 0 || (size_t)len >= sizeof state_dir || mkdtemp(state_dir) == NULL)
+        return setup_failed(parent, before, NULL);
     test_child child;
     if (test_child_spawn(&child, "rknp-rel-driver", NULL, argv + i, test_log_line,
                          log_file) != 0)
