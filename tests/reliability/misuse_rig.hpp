@@ -10,10 +10,12 @@
 #include <dirent.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,6 +50,15 @@ struct Logs {
             if ((level < 0 || l == level) && msg.find(part) != std::string::npos)
                 return true;
         return false;
+    }
+    // The same, waiting up to 2 s: records reach the callback through the
+    // library's logger thread, after the reply or counter that caused them.
+    bool wait_for(const std::string &part, int32_t level = -1) {
+        for (int i = 0; i < 200; ++i) {
+            if (has(part, level)) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return has(part, level);
     }
 };
 

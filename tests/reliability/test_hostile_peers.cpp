@@ -167,9 +167,7 @@ TEST_CASE("a peer that passes the credential check but sends garbage is refused"
         std::strcpy(a.sun_path, sock.c_str());
         REQUIRE(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
         close(s);
-        for (int i = 0; i < 200 && !logs.has("hand-over: the peer hung up before its hello"); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        CHECK(logs.has("hand-over: the peer hung up before its hello", RKNP_LOG_ERROR));
+        CHECK(logs.wait_for("hand-over: the peer hung up before its hello", RKNP_LOG_ERROR));
     }
     // Still listening after all that.
     CHECK(hand_over(sock, h.data(), h.size(), {devnull}) == not_tap);
@@ -179,7 +177,7 @@ TEST_CASE("a peer that passes the credential check but sends garbage is refused"
     st.struct_size = sizeof st;
     REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
     CHECK(st.tap_attached == 0);
-    CHECK(logs.has("hand-over: the fd is not a tun/tap device"));
+    CHECK(logs.wait_for("hand-over: the fd is not a tun/tap device"));
     // The stack thread closes a refused fd just after replying.
     for (int i = 0; i < 100 && fds() != f0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -223,9 +221,7 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
     // The stack thread's records reach the callback through the logger
     // thread: a little after the counter.
     const std::string refused = "hand-over refused: peer pid " + std::to_string(other);
-    for (int i = 0; i < 200 && !logs.has(refused); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    CHECK(logs.has(refused, RKNP_LOG_ERROR));
+    CHECK(logs.wait_for(refused, RKNP_LOG_ERROR));
     // The real child (us) is still heard.
     auto h = hello("tap0", child_token(p));
     CHECK(hand_over(sock, h.data(), h.size(), {}) ==
@@ -258,7 +254,7 @@ TEST_CASE("a hand-over without the child token is refused and counted") {
     }
     CHECK(st.handovers_refused == 2);
     CHECK(st.tap_attached == 0);
-    CHECK(logs.has("wrong token", RKNP_LOG_ERROR));
+    CHECK(logs.wait_for("wrong token", RKNP_LOG_ERROR));
     rknp_parent_free(p);
 }
 
