@@ -202,7 +202,12 @@ private:
     void push(FlowContext &c);
     // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
     bool send_host_fin(FlowContext &c);
-    bool only_in_flight_queued(uint32_t inflight) const;
+    // What the socket's receive queue holds (FIONREAD: no FIN, urgent
+    // bytes inline); -1 if the kernel does not say.
+    int64_t queued_bytes() const;
+    // A peek found nothing past the bytes in flight: our FIN if the host's
+    // stream ends there, else wait for the guest's ACKs or host data.
+    void nothing_past_in_flight(FlowContext &c, bool stream_ends);
     // Discard mode with bytes in flight: whether to peek now (at least as
     // much new data as skipped); else it may have sent our FIN or marked
     // the socket drained.

@@ -144,11 +144,16 @@ bool Flow::send_host_fin(FlowContext &c) {
     return true;
 }
 
-bool Flow::only_in_flight_queued(uint32_t inflight) const {
-    // What the receive queue holds (FIN not counted): nothing past the
-    // bytes in flight means the end of the stream is right after them.
-    int queued = 0;
-    return ::ioctl(sock_.get(), FIONREAD, &queued) == 0 && uint32_t(queued) == inflight;
+int64_t Flow::queued_bytes() const {
+    int q = 0;
+    return ::ioctl(sock_.get(), FIONREAD, &q) == 0 && q >= 0 ? q : -1;
+}
+
+void Flow::nothing_past_in_flight(FlowContext &c, bool stream_ends) {
+    if (stream_ends)
+        send_host_fin(c);
+    else // past the host's FIN no edge comes: the guest's ACKs retry
+        v_.peek_drained = !v_.host_urgent && !v_.host_shut;
 }
 
 bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
@@ -158,19 +163,14 @@ bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t bud
     // more than twice; else the guest's ACKs (fewer to skip) or the host's
     // data (an EPOLLIN edge) call push() again. This also bounds what is
     // in flight to twice what one peek carries (PeekScratch::kMaxSkip).
-    int q = 0;
-    if (::ioctl(sock_.get(), FIONREAD, &q) < 0 || q < 0) return inflight < PeekScratch::kMaxSkip;
+    const int64_t q = queued_bytes();
+    if (q < 0) return inflight < PeekScratch::kMaxSkip;
     const uint32_t queued = uint32_t(q);
     if (queued <= inflight) {
         // Nothing past the bytes in flight (FIONREAD counts no FIN, and
         // urgent bytes are inline): the stream ends right after them if
         // the host shut its side.
-        if (v_.host_shut && queued == inflight) {
-            send_host_fin(c);
-        } else {
-            // Past the host's FIN no edge comes: the guest's ACKs retry.
-            v_.peek_drained = !v_.host_urgent && !v_.host_shut;
-        }
+        nothing_past_in_flight(c, v_.host_shut && queued == inflight);
         return false;
     }
     const uint64_t can = std::min<uint64_t>({uint64_t(queued - inflight), budget,
@@ -240,12 +240,8 @@ void Flow::push(FlowContext &c) {
             // with bytes in flight: their end is where the peek stopped,
             // the end of the stream if the host shut and nothing else is
             // queued (an urgent mark right there stops a peek too).
-            if (skip == 0 || (v_.host_shut && only_in_flight_queued(inflight))) {
-                send_host_fin(c);
-                return;
-            }
-            // Past the host's FIN no edge comes: the guest's ACKs retry.
-            v_.peek_drained = !v_.host_urgent && !v_.host_shut;
+            nothing_past_in_flight(c, skip == 0 || (v_.host_shut &&
+                                                    queued_bytes() == int64_t(inflight)));
             return;
         }
         size_t left = got;
