@@ -244,7 +244,7 @@ TEST_CASE("tcp_fastpath: routing of guest SYN destinations") {
         s = Segment{};
         addr4(s.src, 10, 0, 2, 100);
         addr4(s.dst, a, b, cc, d);
-        return classify(c, s);
+        return classify(c, s.v6, s.src, s.dst);
     };
     CHECK(route4(93, 184, 216, 34) == Route::Host);
     CHECK(route4(10, 0, 2, 2) == Route::Loopback);
@@ -263,7 +263,7 @@ TEST_CASE("tcp_fastpath: routing of guest SYN destinations") {
         s.v6 = true;
         addr6(s.src, "fd00::100");
         addr6(s.dst, dst);
-        return classify(c, s);
+        return classify(c, s.v6, s.src, s.dst);
     };
     c.disable_host_loopback = false;
     CHECK(route6("2001:db8::1") == Route::Host);

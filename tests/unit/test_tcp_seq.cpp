@@ -10,7 +10,7 @@
 
 #include "datapath/tcp/reorder.hpp"
 #include "datapath/tcp/seq.hpp"
-#include "datapath/tcp/timers.hpp"
+#include "datapath/flows/timer_heap.hpp"
 
 using namespace rknp::tcp;
 
@@ -35,7 +35,7 @@ TEST_CASE("tcp_seq: comparisons wrap around 2^32") {
 }
 
 TEST_CASE("tcp_timers: heap keeps the earliest deadline on top") {
-    TimerHeap h(100);
+    rknp::TimerHeap h(100);
     CHECK(h.empty());
     h.set(5, 50);
     h.set(7, 20);
@@ -57,7 +57,7 @@ TEST_CASE("tcp_timers: heap keeps the earliest deadline on top") {
 TEST_CASE("tcp_timers: random operations match a reference") {
     std::mt19937 rng(1234);
     const uint32_t n = 200;
-    TimerHeap h(n);
+    rknp::TimerHeap h(n);
     std::vector<int64_t> ref(n, -1);
     for (int step = 0; step < 20000; ++step) {
         uint32_t id = rng() % n;

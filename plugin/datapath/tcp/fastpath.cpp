@@ -218,7 +218,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     case Parse::Ok:
         break;
     }
-    Route r = classify(cfg_, s);
+    Route r = classify(cfg_, s.v6, s.src, s.dst);
     if (r == Route::NotMine) return Verdict::NotMine;
     uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
     if (std::optional<uint32_t> idx = table_.find(s.src, s.dst, s.sport, s.dport, s.v6, h)) {

@@ -41,12 +41,12 @@
 #include "datapath/tcp/batch.hpp"
 #include "datapath/tcp/fastpath_config.hpp"
 #include "datapath/tcp/flow.hpp"
-#include "datapath/tcp/flow_table.hpp"
+#include "datapath/flows/flow_table.hpp"
 #include "datapath/tcp/frame.hpp"
 #include "datapath/tcp/peek_mode.hpp"
 #include "datapath/tcp/reorder.hpp"
-#include "datapath/tcp/route.hpp"
-#include "datapath/tcp/timers.hpp"
+#include "datapath/flows/route.hpp"
+#include "datapath/flows/timer_heap.hpp"
 
 namespace rknp::tcp {
 
@@ -164,7 +164,7 @@ private:
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;
     FastPathStats stats_;
-    FlowTable table_;
+    FlowTable<Flow> table_;
     TimerHeap timers_;
     ReorderStash reorder_{16, kTapFrameMax};
     bool replaying_ = false; // deliver() is in replay(): no nested release

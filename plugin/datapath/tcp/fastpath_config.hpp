@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// What the fast path is told at creation: the virtual networks as libslirp
-// has them, the host-loopback and outbound-address choices, the flow-table
-// size and admission hook, how host sockets are peeked, and the clock,
-// ISN and kernel-probe overrides tests use.
+// What the TCP fast path is told at creation: the virtual networks as
+// libslirp has them (VirtualNet), the flow-table size and admission hook,
+// how host sockets are peeked, and the clock, ISN and kernel-probe
+// overrides tests use.
 #pragma once
-
-#include <netinet/in.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
+
+#include "datapath/flows/route.hpp"
 
 namespace rknp::tcp {
 
@@ -35,20 +35,9 @@ enum class PeekMode : uint8_t {
                // a discard buffer (what passt did before 6.9)
 };
 
-struct FastPathConfig {
-    // The virtual networks as libslirp has them (IPv4 in host byte order).
-    // Destinations inside them other than the gateway stay libslirp's.
-    uint32_t net4 = 0x0a000200, mask4 = 0xffffff00;
-    uint32_t gateway4 = 0x0a000202, dns4 = 0x0a000203;
-    bool ipv6 = false;
-    in6_addr prefix6{};
-    uint32_t prefix6_len = 64;
-    in6_addr gateway6{}, dns6{};
-    // The gateway means the host's loopback unless this is set; then a SYN
-    // to it gets an RST (as libslirp refuses it).
-    bool disable_host_loopback = false;
-    std::optional<uint32_t> outbound_addr; // host byte order
-    std::optional<in6_addr> outbound_addr6;
+// The virtual networks (datapath/flows/route.hpp) and, from here on, what
+// only the TCP fast path is told.
+struct FastPathConfig : VirtualNet {
     uint32_t mtu = 65520;
     // Slots of the flow table; the parent passes its effective max_flows
     // (already lowered for RLIMIT_NOFILE) and enforces the cap it shares

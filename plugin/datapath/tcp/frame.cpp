@@ -47,17 +47,6 @@ void parse_options(const uint8_t *p, size_t len, Segment &s) {
 
 } // namespace
 
-void map_v4(const uint8_t v4[4], uint8_t out[16]) {
-    std::memset(out, 0, 10);
-    out[10] = out[11] = 0xff;
-    std::memcpy(out + 12, v4, 4);
-}
-
-bool is_mapped_v4(const uint8_t a[16]) {
-    static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    return std::memcmp(a, prefix, 12) == 0;
-}
-
 Parse parse_segment(std::span<const uint8_t> frame, Segment &s) {
     if (frame.size() < kEthLen) return Parse::NotTcp;
     const uint8_t *p = frame.data();
@@ -188,18 +177,6 @@ size_t build_segment(uint8_t *h, VnetHdr &vnet, const Endpoints &ep,
         vnet.gso_size = mss;
     }
     return hdr_len;
-}
-
-void gateway_mac4(const uint8_t gw4[4], uint8_t mac[6]) {
-    mac[0] = 0x52;
-    mac[1] = 0x55;
-    std::memcpy(mac + 2, gw4, 4);
-}
-
-void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]) {
-    mac[0] = 0x52;
-    mac[1] = 0x56;
-    std::memcpy(mac + 2, src6 + 12, 4);
 }
 
 } // namespace rknp::tcp

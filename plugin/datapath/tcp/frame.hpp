@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "datapath/flows/endpoints.hpp"
 #include "datapath/offload.hpp"
 
 namespace rknp::tcp {
@@ -18,8 +19,7 @@ namespace rknp::tcp {
 inline constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08,
                          kAck = 0x10, kUrg = 0x20;
 
-inline constexpr size_t kEthLen = 14;
-inline constexpr size_t kIp4Len = 20, kIp6Len = 40, kTcpLen = 20;
+inline constexpr size_t kTcpLen = 20;
 // Room for the headers of any segment we build: Ethernet, IPv6, TCP and the
 // SYN-ACK's options (MSS 4 + NOP 1 + WS 3).
 inline constexpr size_t kMaxHeaders = kEthLen + kIp6Len + kTcpLen + 8;
@@ -57,16 +57,6 @@ enum class Parse {
 // Ethernet padding after the IP datagram is ignored.
 Parse parse_segment(std::span<const uint8_t> frame, Segment &out);
 
-// Addresses and MACs of one flow as guest-bound frames carry them.
-struct Endpoints {
-    bool v6 = false;
-    uint8_t guest_mac[6]{};
-    uint8_t gw_mac[6]{};
-    uint8_t guest[16]{};  // destination of our frames
-    uint8_t remote[16]{}; // source of our frames (what the guest dialled)
-    uint16_t guest_port = 0, remote_port = 0;
-};
-
 struct OutFields {
     uint32_t seq = 0, ack = 0;
     uint8_t flags = 0;
@@ -84,16 +74,5 @@ struct OutFields {
 // mss if the payload is longer than mss.
 size_t build_segment(uint8_t *hdr, VnetHdr &vnet, const Endpoints &ep,
                      const OutFields &f, size_t payload_len, uint16_t mss);
-
-// The source MAC libslirp gives its emulated hosts (slirp.c if_encap4 and
-// ip6.h in6_compute_ethaddr), so the guest's neighbour tables see one MAC
-// for the gateway whichever stack answers: IPv4 52:55:<gateway IPv4>,
-// IPv6 52:56:<last 4 bytes of the frame's source address>.
-void gateway_mac4(const uint8_t gw4[4], uint8_t mac[6]);
-void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]);
-
-// IPv4-mapped helpers.
-void map_v4(const uint8_t v4[4], uint8_t out[16]);
-bool is_mapped_v4(const uint8_t a[16]);
 
 } // namespace rknp::tcp

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// classify(): which guest SYNs the fast path carries, and to where.
-#include "datapath/tcp/route.hpp"
+// classify(): which guest flows the fast paths carry, and to where.
+#include "datapath/flows/route.hpp"
 
 #include <algorithm>
 #include <cstring>
 
+#include "datapath/flows/endpoints.hpp"
 
-namespace rknp::tcp {
+namespace rknp {
 
 namespace {
 
@@ -35,22 +36,10 @@ bool same6(const uint8_t a[16], const in6_addr &b) {
 
 } // namespace
 
-uint32_t ipv4_of(const uint8_t a[16]) {
-    return uint32_t(a[12]) << 24 | uint32_t(a[13]) << 16 | uint32_t(a[14]) << 8 | a[15];
-}
-
-std::array<uint8_t, 4> ipv4_bytes(uint32_t a) {
-    return {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
-}
-
-bool is_unicast4(uint32_t a) {
-    uint32_t top = a >> 24;
-    return top != 0 && top != 127 && top < 224;
-}
-
-Route classify(const FastPathConfig &cfg, const Segment &s) {
-    if (!s.v6) {
-        uint32_t d = ipv4_of(s.dst), src = ipv4_of(s.src);
+Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
+               const uint8_t dst6[16]) {
+    if (!v6) {
+        uint32_t d = ipv4_of(dst6), src = ipv4_of(src6);
         if (!is_unicast4(src) || !is_unicast4(d)) return Route::NotMine;
         if (d == cfg.gateway4)
             return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
@@ -58,12 +47,12 @@ Route classify(const FastPathConfig &cfg, const Segment &s) {
             return Route::NotMine;
         return Route::Host;
     }
-    if (!cfg.ipv6 || !unicast6(s.src) || !unicast6(s.dst)) return Route::NotMine;
-    if (same6(s.dst, cfg.gateway6))
+    if (!cfg.ipv6 || !unicast6(src6) || !unicast6(dst6)) return Route::NotMine;
+    if (same6(dst6, cfg.gateway6))
         return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
-    if (same6(s.dst, cfg.dns6) || in_prefix6(s.dst, cfg.prefix6, cfg.prefix6_len))
+    if (same6(dst6, cfg.dns6) || in_prefix6(dst6, cfg.prefix6, cfg.prefix6_len))
         return Route::NotMine;
     return Route::Host;
 }
 
-} // namespace rknp::tcp
+} // namespace rknp

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Per-flow deadlines of the fast path: an indexed binary min-heap over flow
+// Per-flow deadlines of the fast paths (TCP and UDP): an indexed binary min-heap over flow
 // slots, sized for every slot at construction, so arming, moving and
 // cancelling a flow's one deadline is O(log n) without allocating, and the
 // loop learns the next deadline in O(1).
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace rknp::tcp {
+namespace rknp {
 
 class TimerHeap {
 public:
@@ -36,4 +36,4 @@ private:
     std::vector<uint32_t> pos_;  // per id: index in heap_, or kNone
 };
 
-} // namespace rknp::tcp
+} // namespace rknp

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The per-flow deadline heap.
-#include "datapath/tcp/timers.hpp"
+#include "datapath/flows/timer_heap.hpp"
 
-namespace rknp::tcp {
+namespace rknp {
 
 TimerHeap::TimerHeap(size_t ids) : key_(ids, -1), pos_(ids, kNone) {
     heap_.reserve(ids);
@@ -75,4 +75,4 @@ void TimerHeap::cancel(uint32_t id) {
     down(pos_[last]);
 }
 
-} // namespace rknp::tcp
+} // namespace rknp

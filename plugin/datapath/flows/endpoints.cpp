@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Address and MAC helpers shared by the fast paths.
+#include "datapath/flows/endpoints.hpp"
+
+#include <cstring>
+
+namespace rknp {
+
+void gateway_mac4(const uint8_t gw4[4], uint8_t mac[6]) {
+    mac[0] = 0x52;
+    mac[1] = 0x55;
+    std::memcpy(mac + 2, gw4, 4);
+}
+
+void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]) {
+    mac[0] = 0x52;
+    mac[1] = 0x56;
+    std::memcpy(mac + 2, src6 + 12, 4);
+}
+
+void map_v4(const uint8_t v4[4], uint8_t out[16]) {
+    std::memset(out, 0, 10);
+    out[10] = out[11] = 0xff;
+    std::memcpy(out + 12, v4, 4);
+}
+
+bool is_mapped_v4(const uint8_t a[16]) {
+    static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(a, prefix, 12) == 0;
+}
+
+uint32_t ipv4_of(const uint8_t a[16]) {
+    return uint32_t(a[12]) << 24 | uint32_t(a[13]) << 16 | uint32_t(a[14]) << 8 | a[15];
+}
+
+std::array<uint8_t, 4> ipv4_bytes(uint32_t a) {
+    return {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
+}
+
+bool is_unicast4(uint32_t a) {
+    uint32_t top = a >> 24;
+    return top != 0 && top != 127 && top < 224;
+}
+
+} // namespace rknp

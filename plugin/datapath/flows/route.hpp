@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Which guest flows the fast paths (TCP and UDP) carry, and to where: the
+// virtual networks as libslirp has them, and the routing of a flow's
+// first packet by its addresses.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace rknp {
+
+struct VirtualNet {
+    // The virtual networks as libslirp has them (IPv4 in host byte order).
+    // Destinations inside them other than the gateway stay libslirp's.
+    uint32_t net4 = 0x0a000200, mask4 = 0xffffff00;
+    uint32_t gateway4 = 0x0a000202, dns4 = 0x0a000203;
+    bool ipv6 = false;
+    in6_addr prefix6{};
+    uint32_t prefix6_len = 64;
+    in6_addr gateway6{}, dns6{};
+    // The gateway means the host's loopback unless this is set; then a
+    // flow to it is refused (as libslirp refuses it).
+    bool disable_host_loopback = false;
+    std::optional<uint32_t> outbound_addr; // host byte order
+    std::optional<in6_addr> outbound_addr6;
+};
+
+// Where a guest flow's destination goes.
+enum class Route {
+    NotMine,  // libslirp's (DNS, virtual network, non-unicast, v6 disabled)
+    Host,     // connect to the destination itself
+    Loopback, // the gateway: connect to 127.0.0.1 / ::1
+    Refuse,   // the gateway with disable_host_loopback
+};
+// src and dst as IPv4-mapped (v6 false) or IPv6 addresses.
+Route classify(const VirtualNet &net, bool v6, const uint8_t src[16],
+               const uint8_t dst[16]);
+
+} // namespace rknp
