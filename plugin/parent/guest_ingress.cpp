@@ -51,7 +51,7 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
         frames = o.fragments;
     }
     if (fast_path_ && vnet_hdr &&
-        fast_path_->guest_frame(frame) == tcp::Verdict::Consumed) {
+        fast_path_->guest_frame(frame) == Verdict::Consumed) {
         Stats::add(stats_.frames_from_tap, frames);
         Stats::add(stats_.bytes_from_tap, frame.size());
         return Outcome::FastPath;
@@ -72,16 +72,16 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
     return Outcome::Libslirp;
 }
 
-tcp::Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
+Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
     switch (limits_.admit(fast_flows(), uint64_t(now_ms))) {
     case FlowLimits::Admit::Ok:
-        return tcp::Admission::Accept;
+        return Admission::Accept;
     case FlowLimits::Admit::Full:
-        return tcp::Admission::Reset;
+        return Admission::Reset;
     case FlowLimits::Admit::RateLimited:
         break;
     }
-    return tcp::Admission::Drop;
+    return Admission::Drop;
 }
 
 } // namespace rknp

@@ -58,7 +58,7 @@ public:
 
     // The fast path's admission of a new flow (FastPathConfig::admit_flow):
     // the limits it shares with libslirp.
-    tcp::Admission admit_fast_flow(int64_t now_ms);
+    Admission admit_fast_flow(int64_t now_ms);
 
 private:
     size_t fast_flows() const { return fast_path_ ? fast_path_->flows() : 0; }

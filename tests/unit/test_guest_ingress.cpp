@@ -184,7 +184,7 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
 
 TEST_CASE("guest ingress: fast-path admission is FlowLimits' verdict") {
     Rig r(100, 1);
-    CHECK(r.ingress.admit_fast_flow(r.now) == tcp::Admission::Accept);
-    CHECK(r.ingress.admit_fast_flow(r.now) == tcp::Admission::Drop); // rate
+    CHECK(r.ingress.admit_fast_flow(r.now) == Admission::Accept);
+    CHECK(r.ingress.admit_fast_flow(r.now) == Admission::Drop); // rate
     CHECK(r.stats.flows_rate_limited.load() == 1);
 }

@@ -7,16 +7,29 @@
 // reused its slot. F has endpoints() (an Endpoints) and closed().
 #pragma once
 
+#include <sys/random.h>
+
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "common/hash.hpp"
 #include "datapath/flows/endpoints.hpp"
 
 namespace rknp {
+
+// Keys for a flow index (and TCP's ISNs): random, or at worst different
+// per process start.
+inline std::array<uint64_t, 2> random_flow_seeds() {
+    std::array<uint64_t, 2> seeds = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
+    if (::getrandom(seeds.data(), sizeof seeds, GRND_NONBLOCK) != ssize_t(sizeof seeds))
+        seeds[0] ^= uint64_t(monotonic_ns()) * 0x9e3779b97f4a7c15ull;
+    return seeds;
+}
 
 template <class F>
 class FlowTable {

@@ -3,6 +3,8 @@
 // classify(): which guest flows the fast paths carry, and to where.
 #include "datapath/flows/route.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -53,6 +55,61 @@ Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
     if (same6(dst6, cfg.dns6) || in_prefix6(dst6, cfg.prefix6, cfg.prefix6_len))
         return Route::NotMine;
     return Route::Host;
+}
+
+HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
+                     const uint8_t dst[16], uint16_t port) {
+    HostAddrs a;
+    if (!v6) {
+        auto &t = reinterpret_cast<sockaddr_in &>(a.target);
+        t.sin_family = AF_INET;
+        t.sin_port = htons(port);
+        if (r == Route::Loopback)
+            t.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        else
+            std::memcpy(&t.sin_addr, dst + 12, 4);
+        a.target_len = sizeof t;
+        if (net.outbound_addr) {
+            auto &b = reinterpret_cast<sockaddr_in &>(a.bind);
+            b.sin_family = AF_INET;
+            b.sin_addr.s_addr = htonl(*net.outbound_addr);
+            a.bind_len = sizeof b;
+        }
+        return a;
+    }
+    auto &t = reinterpret_cast<sockaddr_in6 &>(a.target);
+    t.sin6_family = AF_INET6;
+    t.sin6_port = htons(port);
+    if (r == Route::Loopback)
+        t.sin6_addr = in6addr_loopback;
+    else
+        std::memcpy(&t.sin6_addr, dst, 16);
+    a.target_len = sizeof t;
+    if (net.outbound_addr6) {
+        auto &b = reinterpret_cast<sockaddr_in6 &>(a.bind);
+        b.sin6_family = AF_INET6;
+        b.sin6_addr = *net.outbound_addr6;
+        a.bind_len = sizeof b;
+    }
+    return a;
+}
+
+Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
+                               const uint8_t guest_mac[6], const uint8_t src[16],
+                               const uint8_t dst[16], uint16_t sport,
+                               uint16_t dport) {
+    Endpoints ep;
+    ep.v6 = v6;
+    std::memcpy(ep.guest_mac, guest_mac, 6);
+    std::memcpy(ep.guest, src, 16);
+    std::memcpy(ep.remote, dst, 16);
+    ep.guest_port = sport;
+    ep.remote_port = dport;
+    if (v6)
+        gateway_mac6(dst, ep.gw_mac);
+    else
+        gateway_mac4(ipv4_bytes(net.gateway4).data(), ep.gw_mac);
+    return ep;
 }
 
 } // namespace rknp

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstdint>
 #include <optional>
+
+#include "datapath/flows/endpoints.hpp"
 
 namespace rknp {
 
@@ -28,6 +31,18 @@ struct VirtualNet {
     std::optional<in6_addr> outbound_addr6;
 };
 
+// What a fast path answers for a guest frame: NotMine goes on to libslirp.
+enum class Verdict { NotMine, Consumed };
+
+// What becomes of a guest packet that would open a new flow, or a
+// connection accepted on a forwarded port (the parent's max_flows and
+// max_new_flows_per_sec, FlowLimits).
+enum class Admission {
+    Accept,
+    Reset, // at the cap: refused at once (TCP: RST; UDP: dropped)
+    Drop,  // rate-limited: silence, the guest retries
+};
+
 // Where a guest flow's destination goes.
 enum class Route {
     NotMine,  // libslirp's (DNS, virtual network, non-unicast, v6 disabled)
@@ -38,5 +53,25 @@ enum class Route {
 // src and dst as IPv4-mapped (v6 false) or IPv6 addresses.
 Route classify(const VirtualNet &net, bool v6, const uint8_t src[16],
                const uint8_t dst[16]);
+
+// The host socket addresses of a flow to dst:port that classify() routed
+// (Host or Loopback): what to connect to and, with an outbound address
+// configured, what to bind first (bind_len 0: nothing).
+struct HostAddrs {
+    sockaddr_storage target{};
+    socklen_t target_len = 0;
+    sockaddr_storage bind{};
+    socklen_t bind_len = 0;
+};
+HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
+                     const uint8_t dst[16], uint16_t port);
+
+// The Endpoints of a guest flow from its first packet: the guest's MAC
+// and address as sent, the remote it dialled, the gateway MAC libslirp
+// would use for frames from that remote.
+Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
+                               const uint8_t guest_mac[6], const uint8_t src[16],
+                               const uint8_t dst[16], uint16_t sport,
+                               uint16_t dport);
 
 } // namespace rknp

@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,21 +21,8 @@
 
 namespace rknp::tcp {
 
-namespace {
-
-// Keys for the flow index and for ISNs: random, or at worst different per
-// process start.
-std::array<uint64_t, 2> random_seeds() {
-    std::array<uint64_t, 2> seeds = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull};
-    if (::getrandom(seeds.data(), sizeof seeds, GRND_NONBLOCK) != ssize_t(sizeof seeds))
-        seeds[0] ^= uint64_t(monotonic_ns()) * 0x9e3779b97f4a7c15ull;
-    return seeds;
-}
-
-} // namespace
-
 FastPath::FastPath(FastPathConfig cfg)
-    : FastPath(std::move(cfg), random_seeds()) {}
+    : FastPath(std::move(cfg), random_flow_seeds()) {}
 
 FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
     : cfg_(std::move(cfg)), peek_choice_(choose_peek_mode(cfg_.peek_mode, cfg_.peek_off_probe)),
@@ -148,49 +134,12 @@ void FastPath::open_flow(const Segment &s, Route r) {
 
     Flow::Open o{};
     o.syn = &s;
-    Endpoints &ep = o.ep;
-    ep.v6 = s.v6;
-    std::memcpy(ep.guest_mac, s.src_mac, 6);
-    std::memcpy(ep.guest, s.src, 16);
-    std::memcpy(ep.remote, s.dst, 16);
-    ep.guest_port = s.sport;
-    ep.remote_port = s.dport;
-
-    sockaddr_in t4{}, b4{};
-    sockaddr_in6 t6{}, b6{};
-    if (!s.v6) {
-        gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
-        t4.sin_family = AF_INET;
-        t4.sin_port = htons(s.dport);
-        if (r == Route::Loopback)
-            t4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        else
-            std::memcpy(&t4.sin_addr, s.dst + 12, 4);
-        o.target = reinterpret_cast<const sockaddr *>(&t4);
-        o.target_len = sizeof t4;
-        if (cfg_.outbound_addr) {
-            b4.sin_family = AF_INET;
-            b4.sin_addr.s_addr = htonl(*cfg_.outbound_addr);
-            o.bind = reinterpret_cast<const sockaddr *>(&b4);
-            o.bind_len = sizeof b4;
-        }
-    } else {
-        gateway_mac6(s.dst, ep.gw_mac);
-        t6.sin6_family = AF_INET6;
-        t6.sin6_port = htons(s.dport);
-        if (r == Route::Loopback)
-            t6.sin6_addr = in6addr_loopback;
-        else
-            std::memcpy(&t6.sin6_addr, s.dst, 16);
-        o.target = reinterpret_cast<const sockaddr *>(&t6);
-        o.target_len = sizeof t6;
-        if (cfg_.outbound_addr6) {
-            b6.sin6_family = AF_INET6;
-            b6.sin6_addr = *cfg_.outbound_addr6;
-            o.bind = reinterpret_cast<const sockaddr *>(&b6);
-            o.bind_len = sizeof b6;
-        }
-    }
+    o.ep = guest_flow_endpoints(cfg_, s.v6, s.src_mac, s.src, s.dst, s.sport, s.dport);
+    const HostAddrs addrs = host_addrs(cfg_, r, s.v6, s.dst, s.dport);
+    o.target = reinterpret_cast<const sockaddr *>(&addrs.target);
+    o.target_len = addrs.target_len;
+    o.bind = addrs.bind_len != 0 ? reinterpret_cast<const sockaddr *>(&addrs.bind) : nullptr;
+    o.bind_len = addrs.bind_len;
     o.ref = table_.ref(idx);
     uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
     o.isn = isn_for(h);

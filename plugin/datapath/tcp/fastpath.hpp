@@ -50,8 +50,6 @@
 
 namespace rknp::tcp {
 
-enum class Verdict { NotMine, Consumed };
-
 class FastPath {
 public:
     // Throws Error (epoll/eventfd creation; RKNP_ERR_UNSUPPORTED for

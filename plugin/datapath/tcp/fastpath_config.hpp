@@ -15,15 +15,6 @@
 
 namespace rknp::tcp {
 
-// What becomes of a guest SYN, or a connection accepted on a forwarded
-// port (which gets an RST for either refusal), that would open a new flow
-// (the parent's max_flows and max_new_flows_per_sec, FlowLimits).
-enum class Admission {
-    Accept,
-    Reset, // at the cap: RST, the guest's connect fails at once
-    Drop,  // rate-limited: silence, the guest retransmits
-};
-
 // How flows peek at the host data the guest has not acknowledged yet
 // (peek_mode.hpp). Automatic is a request only: FastPath::peek_mode() is
 // always Offset or Discard.
