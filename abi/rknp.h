@@ -55,11 +55,11 @@
  *    rknp_forward_info): it fills the fields of the caller's minor, zeroes
  *    the rest of struct_size and leaves struct_size as the caller set it.
  *  - Layout rule since 1.4: a minor appends its fields at the previous
- *    header's sizeof (never inside its tail padding) and ends them on an
- *    explicit reserved_x_y block, so that the struct has no tail padding
- *    and every minor's sizeof is its frozen size, distinct from all
- *    others. Reserved bytes are never read and never become fields; the
- *    initialisers set them to 0.
+ *    header's sizeof (never inside its tail padding) and, where they would
+ *    leave tail padding, ends them on an explicit reserved_x_y block, so
+ *    that the struct has no tail padding and every minor's sizeof is its
+ *    frozen size, distinct from all others. Reserved bytes are never read
+ *    and never become fields; the initialisers set them to 0.
  *  - Initialise caller-filled structs with the static initialiser
  *    (RKNP_CONFIG_INIT, RKNP_FORWARD_INIT, RKNP_CHILD_OPTIONS_INIT) or the
  *    matching *_init function, which clears struct_size bytes and sets
@@ -103,8 +103,10 @@ extern "C" {
  *   1.4  rknp_config.tcp_peek_mode, rknp_stats.tcp_peek_mode; the
  *        reserved_x_y tails (layout rule above) and the RKNP_*_INIT
  *        initialisers; no new functions
+ *   1.5  rknp_config.udp_path, rknp_stats.udp_fast_flows and
+ *        udp_fast_dropped; no new functions
  */
-#define RKNP_ABI_MINOR 4
+#define RKNP_ABI_MINOR 5
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -144,7 +146,7 @@ RKNP_API void rknp_error_free(rknp_error *err);
 
 /** RKNP_ABI_VERSION of the loaded library. Thread-safe. */
 RKNP_API uint32_t rknp_abi_version(void);
-/** Library version string, e.g. "1.4.0 (libslirp 4.7.0)". Static storage,
+/** Library version string, e.g. "1.5.0 (libslirp 4.7.0)". Static storage,
  *  never freed. Thread-safe. */
 RKNP_API const char *rknp_library_version(void);
 
@@ -226,6 +228,10 @@ typedef struct rknp_config {
                                      reads host sockets; a test and
                                      diagnostic knob, leave it 0 */
     uint8_t reserved_1_4[7];      /* 0; never a field (layout rule) */
+    /* 1.5 */
+    uint8_t udp_path;             /* RKNP_UDP_PATH_*: which stack carries
+                                     the guest's outbound UDP */
+    uint8_t reserved_1_5[7];      /* 0; never a field (layout rule) */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
@@ -261,6 +267,20 @@ enum {
 };
 
 /**
+ * rknp_config.udp_path (1.5). rknp_stats.udp_fast_flows and
+ * udp_fast_dropped count the fast path's work.
+ */
+enum {
+    RKNP_UDP_PATH_DEFAULT = 0, /* the library's choice: the fast path */
+    RKNP_UDP_PATH_FAST = 1,    /* each guest UDP 4-tuple to an outside
+                                  destination on its own connected host
+                                  socket, datagrams batched (needs
+                                  offloads: vnet headers on the tap, else
+                                  libslirp) */
+    RKNP_UDP_PATH_SLIRP = 2    /* all UDP through libslirp */
+};
+
+/**
  * Sizes of rknp_config as each minor that changed it defined it. On LP64
  * the 1.0 and 1.2 headers' sizeof was 88 for both (tail padding): see the
  * struct_size rules at the top.
@@ -273,6 +293,8 @@ enum {
     (offsetof(rknp_config, max_new_flows_per_sec) + sizeof(uint32_t))
 #define RKNP_CONFIG_SIZE_1_4 \
     (offsetof(rknp_config, reserved_1_4) + 7)
+#define RKNP_CONFIG_SIZE_1_5 \
+    (offsetof(rknp_config, reserved_1_5) + 7)
 
 /**
  * Static initialiser with every default, the same struct as
@@ -282,7 +304,7 @@ enum {
 #define RKNP_CONFIG_INIT                                                   \
     { sizeof(rknp_config), 65520, NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL, \
       NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
-      RKNP_TCP_PEEK_AUTO, { 0 } }
+      RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 } }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
@@ -411,6 +433,14 @@ typedef struct rknp_stats {
                                       the TCP fast path reads host sockets;
                                       0 while the fast path is off */
     uint32_t reserved_1_4;         /* never a field (layout rule) */
+    /* 1.5 */
+    uint64_t udp_fast_flows;       /* UDP flows on the fast path now */
+    uint64_t udp_fast_dropped;     /* guest datagrams the UDP fast path
+                                      dropped: the host socket's send
+                                      failed (new flows refused at the
+                                      flow limits are counted in
+                                      flows_refused and flows_rate_limited
+                                      instead) */
 } rknp_stats;
 
 /** rknp_stats.sandbox bits (1.3). */
@@ -427,6 +457,8 @@ enum {
     (offsetof(rknp_stats, sandbox) + sizeof(uint32_t))
 #define RKNP_STATS_SIZE_1_4 \
     (offsetof(rknp_stats, reserved_1_4) + sizeof(uint32_t))
+#define RKNP_STATS_SIZE_1_5 \
+    (offsetof(rknp_stats, udp_fast_dropped) + sizeof(uint64_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,

@@ -185,6 +185,8 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
         o.tcp_fast_retransmits = s.tcp_fast_retransmits.load();
         o.sandbox = s.sandbox.load();
         o.tcp_peek_mode = s.tcp_peek_mode.load();
+        o.udp_fast_flows = s.udp_fast_flows.load();
+        o.udp_fast_dropped = s.udp_fast_dropped.load();
         rknp::write_versioned(out, o);
     });
 }

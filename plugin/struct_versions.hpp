@@ -27,12 +27,14 @@ static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_0 == 84);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_2 == 86);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_3 == 96);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_4 == 104);
+static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_5 == 112);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_0 == 202);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_3 == 234);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_0 == 56);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_2 == 72);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_3 == 132);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_4 == 144);
+static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_5 == 160);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);
@@ -41,16 +43,19 @@ static_assert(sizeof(void *) != 8 || RKNP_API_V1_SIZE_1_0 == 144);
 static_assert(sizeof(void *) != 8 || RKNP_API_V1_SIZE_1_1 == 176);
 
 // The layout rule since 1.4: a minor starts at the previous header's
-// sizeof (LP64: rknp_config 96 in 1.3, rknp_stats 136 in 1.3), so no older
-// caller's tail padding lies under a newer field ...
+// sizeof (LP64: rknp_config 96 in 1.3 and 104 in 1.4, rknp_stats 136 in
+// 1.3 and 144 in 1.4), so no older caller's tail padding lies under a
+// newer field ...
 static_assert(sizeof(void *) != 8 ||
               offsetof(rknp_config, tcp_peek_mode) == 96);
 static_assert(sizeof(void *) != 8 ||
               offsetof(rknp_stats, tcp_peek_mode) == 136);
+static_assert(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
+static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
 // ... and every struct ends on a member (its reserved block), not on tail
 // padding: the next minor starts at this header's sizeof.
-static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_4);
-static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_4);
+static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_5);
+static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_5);
 static_assert(sizeof(rknp_network) ==
               offsetof(rknp_network, reserved_1_3) + 2);
 static_assert(sizeof(rknp_forward) == RKNP_FORWARD_SIZE_1_1);
@@ -65,9 +70,9 @@ static_assert(sizeof(rknp_api_v1) == RKNP_API_V1_SIZE_1_1);
 template <typename T> struct Versions;
 template <> struct Versions<rknp_config> {
     static constexpr const char *name = "rknp_config";
-    static constexpr std::array<size_t, 4> sizes{
+    static constexpr std::array<size_t, 5> sizes{
         RKNP_CONFIG_SIZE_1_0, RKNP_CONFIG_SIZE_1_2, RKNP_CONFIG_SIZE_1_3,
-        RKNP_CONFIG_SIZE_1_4};
+        RKNP_CONFIG_SIZE_1_4, RKNP_CONFIG_SIZE_1_5};
 };
 template <> struct Versions<rknp_network> {
     static constexpr const char *name = "rknp_network";
@@ -76,9 +81,9 @@ template <> struct Versions<rknp_network> {
 };
 template <> struct Versions<rknp_stats> {
     static constexpr const char *name = "rknp_stats";
-    static constexpr std::array<size_t, 4> sizes{
+    static constexpr std::array<size_t, 5> sizes{
         RKNP_STATS_SIZE_1_0, RKNP_STATS_SIZE_1_2, RKNP_STATS_SIZE_1_3,
-        RKNP_STATS_SIZE_1_4};
+        RKNP_STATS_SIZE_1_4, RKNP_STATS_SIZE_1_5};
 };
 template <> struct Versions<rknp_forward> {
     static constexpr const char *name = "rknp_forward";

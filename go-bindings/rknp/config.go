@@ -42,6 +42,9 @@ type Config struct {
 	// ABI 1.4: how the TCP fast path reads host sockets. A test and
 	// diagnostic knob: TCPPeekAuto (the zero value) is right everywhere.
 	TCPPeek TCPPeek
+	// ABI 1.5: which stack carries the guest's UDP. UDPPathSlirp is what
+	// older libraries do anyway, so only UDPPathFast needs 1.5.
+	UDPPath UDPPath
 }
 
 // TCPPath is an RKNP_TCP_PATH_* value (ABI 1.2). Its text form is the
@@ -92,6 +95,61 @@ func ParseTCPPath(s string) (TCPPath, error) {
 // Set is ParseTCPPath into p, which makes *TCPPath a flag.Value.
 func (p *TCPPath) Set(s string) error {
 	parsed, err := ParseTCPPath(s)
+	if err != nil {
+		return err
+	}
+	*p = parsed
+	return nil
+}
+
+// UDPPath is an RKNP_UDP_PATH_* value (ABI 1.5). Its text form is the
+// --plugin-udp flag's: "" for UDPPathDefault, "fast", "slirp".
+type UDPPath uint8
+
+const (
+	// UDPPathDefault is the library's choice: the fast path since ABI 1.5.
+	UDPPathDefault UDPPath = C.RKNP_UDP_PATH_DEFAULT
+	// UDPPathFast gives each guest UDP 4-tuple to an outside destination
+	// its own connected host socket, datagrams batched (where the tap has
+	// offloads; else libslirp carries it).
+	UDPPathFast UDPPath = C.RKNP_UDP_PATH_FAST
+	// UDPPathSlirp leaves all UDP to libslirp.
+	UDPPathSlirp UDPPath = C.RKNP_UDP_PATH_SLIRP
+)
+
+var udpPathNames = map[UDPPath]string{UDPPathDefault: "", UDPPathFast: "fast", UDPPathSlirp: "slirp"}
+
+// String is the text ParseUDPPath reads back; a value outside the
+// constants prints as UDPPath(N).
+func (p UDPPath) String() string {
+	if s, ok := udpPathNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("UDPPath(%d)", uint8(p))
+}
+
+// valid reports whether p is one of the constants, the values the C ABI
+// defines.
+func (p UDPPath) valid() bool {
+	_, ok := udpPathNames[p]
+	return ok
+}
+
+// ParseUDPPath reads a --plugin-udp value. A wrong one is an invalid
+// argument, as the library would call it.
+func ParseUDPPath(s string) (UDPPath, error) {
+	for p, name := range udpPathNames {
+		if name == s {
+			return p, nil
+		}
+	}
+	return UDPPathDefault, &Error{Code: CodeInvalidArgument,
+		Message: fmt.Sprintf("invalid UDP path %q: must be \"fast\" or \"slirp\"", s)}
+}
+
+// Set is ParseUDPPath into p, which makes *UDPPath a flag.Value.
+func (p *UDPPath) Set(s string) error {
+	parsed, err := ParseUDPPath(s)
 	if err != nil {
 		return err
 	}
@@ -206,11 +264,18 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	if _, minor := l.ABIVersion(); cfg.TCPPeek != TCPPeekAuto && minor < 4 {
 		return nil, fmt.Errorf("TCP peek mode %q needs ABI 1.4, the plugin has 1.%d: %w", cfg.TCPPeek, minor, ErrUnsupported)
 	}
+	// Older libraries carry all UDP through libslirp, as UDPPathSlirp asks.
+	if _, minor := l.ABIVersion(); cfg.UDPPath == UDPPathFast && minor < 5 {
+		return nil, fmt.Errorf("UDP path %q needs ABI 1.5, the plugin has 1.%d: %w", cfg.UDPPath, minor, ErrUnsupported)
+	}
 	if !cfg.TCPPeek.valid() {
 		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP peek mode %v", cfg.TCPPeek)}
 	}
 	if !cfg.TCPPath.valid() {
 		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid TCP path %v", cfg.TCPPath)}
+	}
+	if !cfg.UDPPath.valid() {
+		return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("invalid UDP path %v", cfg.UDPPath)}
 	}
 	cc := &cConfig{}
 	if st := C.rknp_go_config_init(l.api, &cc.c); st != C.RKNP_OK {
@@ -242,6 +307,7 @@ func (l *Library) toC(cfg *Config, logH uintptr) (*cConfig, error) {
 	cc.c.tcp_path = C.uint8_t(cfg.TCPPath)
 	cc.c.disable_sandbox = cbool(cfg.DisableSandbox)
 	cc.c.tcp_peek_mode = C.uint8_t(cfg.TCPPeek)
+	cc.c.udp_path = C.uint8_t(cfg.UDPPath)
 	for _, lim := range []struct {
 		name string
 		v    int

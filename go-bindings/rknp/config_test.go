@@ -2,8 +2,8 @@
 
 package rknp
 
-// Config's TCPPath in its text form: what --plugin-tcp accepts and what
-// String prints.
+// Config's TCPPath and UDPPath in their text form: what --plugin-tcp and
+// --plugin-udp accept and what String prints.
 
 import (
 	"flag"
@@ -45,6 +45,50 @@ func TestTCPPathParseErrors(t *testing.T) {
 	}
 	if err := p.Set("fast"); err != nil || p != TCPPathFast {
 		t.Errorf("Set(fast): %v, value %v", err, p)
+	}
+}
+
+var _ flag.Value = (*UDPPath)(nil)
+
+func TestUDPPathText(t *testing.T) {
+	for text, want := range map[string]UDPPath{"": UDPPathDefault, "fast": UDPPathFast, "slirp": UDPPathSlirp} {
+		got, err := ParseUDPPath(text)
+		if err != nil || got != want {
+			t.Errorf("ParseUDPPath(%q) = %v, %v; want %v", text, got, err, want)
+		}
+		if s := want.String(); s != text {
+			t.Errorf("%d.String() = %q, want %q", uint8(want), s, text)
+		}
+	}
+	if s := UDPPath(7).String(); s != "UDPPath(7)" {
+		t.Errorf("UDPPath(7).String() = %q", s)
+	}
+	if UDPPathDefault != 0 || UDPPathFast != 1 || UDPPathSlirp != 2 {
+		t.Errorf("constants %d %d %d", UDPPathDefault, UDPPathFast, UDPPathSlirp)
+	}
+}
+
+func TestUDPPathParseErrors(t *testing.T) {
+	for _, text := range []string{"turbo", "Fast", " fast", "default", "0", "tcp"} {
+		_, err := ParseUDPPath(text)
+		if CodeOf(err) != CodeInvalidArgument {
+			t.Errorf("ParseUDPPath(%q): want an invalid argument, got %v", text, err)
+		}
+	}
+	_, err := ParseUDPPath("turbo")
+	if want := `invalid UDP path "turbo": must be "fast" or "slirp" (invalid argument)`; err == nil || err.Error() != want {
+		t.Errorf("message %v, want %s", err, want)
+	}
+	// A failed Set keeps the value it had.
+	p := UDPPathSlirp
+	if err := p.Set("turbo"); err == nil || p != UDPPathSlirp {
+		t.Errorf("Set(turbo): %v, value %v", err, p)
+	}
+	if err := p.Set("fast"); err != nil || p != UDPPathFast {
+		t.Errorf("Set(fast): %v, value %v", err, p)
+	}
+	if err := p.Set(""); err != nil || p != UDPPathDefault {
+		t.Errorf("Set(\"\"): %v, value %v", err, p)
 	}
 }
 

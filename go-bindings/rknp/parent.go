@@ -69,6 +69,9 @@ type Stats struct {
 	// the fast path is off (TCPPathSlirp, no offloads) and from older
 	// libraries.
 	TCPPeekMode string
+	// ABI 1.5; 0 from older libraries.
+	UDPFastFlows   uint64 // UDP flows on the fast path now
+	UDPFastDropped uint64 // guest datagrams the UDP fast path dropped (host send failed)
 }
 
 // NewParent validates cfg and creates a stopped parent.
@@ -196,6 +199,8 @@ func (p *Parent) Stats() (Stats, error) {
 		TCPFastRetransmits: uint64(s.tcp_fast_retransmits),
 		Sandbox:            uint32(s.sandbox),
 		TCPPeekMode:        tcpPeekModeName(uint32(s.tcp_peek_mode)),
+		UDPFastFlows:       uint64(s.udp_fast_flows),
+		UDPFastDropped:     uint64(s.udp_fast_dropped),
 	}, nil
 }
 

@@ -28,6 +28,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{TCPPath: 7}, "tcp path"},
 		{Config{TCPPeek: 3}, "tcp peek mode"},
 		{Config{TCPPeek: 255}, "tcp peek mode"},
+		{Config{UDPPath: 3}, "udp path"},
+		{Config{UDPPath: 255}, "udp path"},
 	} {
 		_, err := l.NewParent(tc.cfg)
 		if err == nil {
@@ -52,6 +54,27 @@ func TestABIMinorAndDHCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
+}
+
+// Each UDPPath reaches the library and starts; the UDP fast path's
+// counters (ABI 1.5) are 0 before any guest traffic.
+func TestUDPPathAndCounters(t *testing.T) {
+	l := openPlugin(t)
+	for _, path := range []UDPPath{UDPPathDefault, UDPPathFast, UDPPathSlirp} {
+		p, err := l.NewParent(Config{UDPPath: path})
+		if err != nil {
+			t.Fatalf("UDPPath %q: %v", path, err)
+		}
+		if err := p.Start(t.TempDir(), os.Getpid()); err != nil {
+			p.Close()
+			t.Fatalf("UDPPath %q: start: %v", path, err)
+		}
+		st, err := p.Stats()
+		p.Close()
+		if err != nil || st.UDPFastFlows != 0 || st.UDPFastDropped != 0 {
+			t.Fatalf("UDPPath %q: stats %+v, %v", path, st, err)
+		}
+	}
 }
 
 func TestNetworkDefaults(t *testing.T) {

@@ -69,6 +69,11 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
                       std::to_string(c.tcp_peek_mode) +
                       "\": must be RKNP_TCP_PEEK_AUTO, _OFFSET or _DISCARD");
     p.tcp_peek_mode = TcpPeekMode(c.tcp_peek_mode);
+    if (c.udp_path > RKNP_UDP_PATH_SLIRP)
+        throw_invalid("invalid udp_path \"" + std::to_string(c.udp_path) +
+                      "\": must be RKNP_UDP_PATH_DEFAULT, _FAST or _SLIRP");
+    // The fast path unless asked for libslirp (the default since 1.5).
+    p.udp_fast_path = c.udp_path != RKNP_UDP_PATH_SLIRP;
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

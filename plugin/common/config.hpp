@@ -53,6 +53,7 @@ struct ParentConfig {
     bool enable_dhcp = false;
     bool tcp_fast_path = true; // RKNP_TCP_PATH_DEFAULT / _FAST
     TcpPeekMode tcp_peek_mode = TcpPeekMode::automatic;
+    bool udp_fast_path = true; // RKNP_UDP_PATH_DEFAULT / _FAST (1.5)
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
     std::optional<uint32_t> outbound_addr;

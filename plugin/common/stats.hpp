@@ -30,6 +30,11 @@ struct Stats {
     // ParentConfig::tcp_peek_mode: RKNP_TCP_PEEK_OFFSET or _DISCARD
     // (uint32_t(TcpPeekMode)); 0 while the fast path is off.
     std::atomic<uint32_t> tcp_peek_mode{0};
+    std::atomic<uint64_t> udp_fast_flows{0};     // a gauge (1.5)
+    // Guest datagrams the UDP fast path dropped because the host socket's
+    // send failed; flows refused at the limits count in flows_refused and
+    // flows_rate_limited instead.
+    std::atomic<uint64_t> udp_fast_dropped{0};
 
     static void add(std::atomic<uint64_t> &c, uint64_t n) {
         c.fetch_add(n, std::memory_order_relaxed);

@@ -41,7 +41,8 @@ int main(void) {
                         "rknp_child_options_init\n");
         return 1;
     }
-    if (automatic.struct_size != sizeof automatic || automatic.mtu != 65520)
+    if (automatic.struct_size != sizeof automatic || automatic.mtu != 65520 ||
+        automatic.udp_path != RKNP_UDP_PATH_DEFAULT)
         return 1;
     printf("%s\n", api->library_version());
     return 0;

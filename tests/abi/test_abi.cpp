@@ -96,6 +96,22 @@ TEST_CASE("a bad config value is reported with the option name") {
     rknp_error_free(err);
 }
 
+TEST_CASE("a bad udp_path is refused by name, like tcp_path") {
+    auto cfg = default_config();
+    CHECK(cfg.udp_path == RKNP_UDP_PATH_DEFAULT);
+    for (uint8_t bad : {uint8_t(3), uint8_t(0xFF)}) {
+        cfg.udp_path = bad;
+        rknp_parent *p = nullptr;
+        rknp_error *err = nullptr;
+        CHECK(rknp_parent_new(&cfg, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+        CHECK(p == nullptr);
+        CHECK(std::string(rknp_error_message(err)) ==
+              "invalid udp_path \"" + std::to_string(bad) +
+                  "\": must be RKNP_UDP_PATH_DEFAULT, _FAST or _SLIRP");
+        rknp_error_free(err);
+    }
+}
+
 TEST_CASE("network info reflects the configuration") {
     auto cfg = default_config();
     cfg.cidr = "10.0.135.128/25";
@@ -230,6 +246,26 @@ TEST_CASE("child side reports missing opaque keys before touching anything") {
     rknp_error_free(err);
     rknp_child_options opts;
     CHECK(rknp_child_options_init(&opts, 2) == RKNP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("stats: the UDP fast path's counters start at 0 on either UDP path") {
+    for (uint8_t path : {RKNP_UDP_PATH_DEFAULT, RKNP_UDP_PATH_FAST,
+                         RKNP_UDP_PATH_SLIRP}) {
+        CAPTURE(int(path));
+        TempDir dir;
+        auto cfg = default_config();
+        cfg.udp_path = path;
+        rknp_parent *p = make_parent(cfg);
+        REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, nullptr) ==
+                RKNP_OK);
+        rknp_stats stats;
+        std::memset(&stats, 0xA5, sizeof stats);
+        stats.struct_size = sizeof stats;
+        REQUIRE(rknp_parent_stats(p, &stats, nullptr) == RKNP_OK);
+        CHECK(stats.udp_fast_flows == 0);
+        CHECK(stats.udp_fast_dropped == 0);
+        rknp_parent_free(p);
+    }
 }
 
 TEST_CASE("stats.tcp_peek_mode: the fast path's mode once started, 0 without it") {

@@ -124,23 +124,31 @@ TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(RKNP_CONFIG_SIZE_1_0 < RKNP_CONFIG_SIZE_1_2);
     CHECK(RKNP_CONFIG_SIZE_1_2 < RKNP_CONFIG_SIZE_1_3);
     CHECK(RKNP_CONFIG_SIZE_1_3 < RKNP_CONFIG_SIZE_1_4);
+    CHECK(RKNP_CONFIG_SIZE_1_4 < RKNP_CONFIG_SIZE_1_5);
     CHECK(RKNP_NETWORK_SIZE_1_0 < RKNP_NETWORK_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_2 < RKNP_STATS_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_3 < RKNP_STATS_SIZE_1_4);
+    CHECK(RKNP_STATS_SIZE_1_4 < RKNP_STATS_SIZE_1_5);
     // From 1.4 a minor's sizeof is its frozen size, beyond every older
     // header's sizeof (which included tail padding).
-    CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_4);
+    CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_5);
     CHECK(header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_3) <
           sizeof(rknp_config));
     CHECK(offsetof(rknp_config, tcp_peek_mode) >=
           header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_3));
-    CHECK(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_4);
+    CHECK(header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_4) ==
+          RKNP_CONFIG_SIZE_1_4);
+    CHECK(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
+    CHECK(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_5);
     CHECK(offsetof(rknp_stats, tcp_peek_mode) >=
           header_sizeof<rknp_stats>(RKNP_STATS_SIZE_1_3));
+    CHECK(header_sizeof<rknp_stats>(RKNP_STATS_SIZE_1_4) ==
+          RKNP_STATS_SIZE_1_4);
+    CHECK(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
     auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
     REQUIRE(api != nullptr);
-    CHECK(api->abi_minor == 4);
-    CHECK(rknp_abi_version() == ((1u << 16) | 4u));
+    CHECK(api->abi_minor == 5);
+    CHECK(rknp_abi_version() == ((1u << 16) | 5u));
     // The 1.1 block (forwards) lies inside the table the library reports.
     CHECK(api->struct_size >= RKNP_API_V1_SIZE_1_1);
     CHECK((api->parent_list_forwards != nullptr));
@@ -267,6 +275,20 @@ TEST_CASE("output structs: filled up to the caller's size, zeroed beyond ours") 
         CHECK(big.zero(sizeof(rknp_stats), size));
         CHECK(big.guards_intact(size));
     }
+    SUBCASE("rknp_stats at its 1.4 size: no 1.5 counter written") {
+        Sized<rknp_stats> st(RKNP_STATS_SIZE_1_4);
+        REQUIRE(rknp_parent_stats(p, st.get(), nullptr) == RKNP_OK);
+        CHECK(st.get()->struct_size == RKNP_STATS_SIZE_1_4);
+        CHECK(st.get()->tcp_peek_mode == 0); // not started
+        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_4));
+    }
+    SUBCASE("rknp_stats at its 1.5 size: the UDP counters, 0 until started") {
+        Sized<rknp_stats> st(RKNP_STATS_SIZE_1_5);
+        REQUIRE(rknp_parent_stats(p, st.get(), nullptr) == RKNP_OK);
+        CHECK(st.get()->udp_fast_flows == 0);
+        CHECK(st.get()->udp_fast_dropped == 0);
+        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_5));
+    }
     SUBCASE("too small") {
         Sized<rknp_stats> st(8);
         rknp_error *err = nullptr;
@@ -311,6 +333,40 @@ TEST_CASE("the 1.2 child option link_only is read and checked") {
           "invalid rknp_child_options.link_only \"2\": must be 0 or 1");
 }
 
+TEST_CASE("the 1.5 field udp_path is read and checked; a 1.4 caller gets the default") {
+    rknp_config cfg;
+    REQUIRE(rknp_config_init(&cfg, sizeof cfg) == RKNP_OK);
+    CHECK(cfg.udp_path == RKNP_UDP_PATH_DEFAULT);
+    for (uint8_t path : {RKNP_UDP_PATH_DEFAULT, RKNP_UDP_PATH_FAST,
+                         RKNP_UDP_PATH_SLIRP}) {
+        CAPTURE(int(path));
+        cfg.udp_path = path;
+        rknp_parent *p = nullptr;
+        rknp_error *err = nullptr;
+        CHECK_MESSAGE(rknp_parent_new(&cfg, &p, &err) == RKNP_OK,
+                      rknp_error_message(err));
+        rknp_parent_free(p);
+    }
+    cfg.udp_path = 3;
+    rknp_parent *p = nullptr;
+    rknp_error *err = nullptr;
+    CHECK(rknp_parent_new(&cfg, &p, &err) == RKNP_ERR_INVALID_ARGUMENT);
+    CHECK(p == nullptr);
+    CHECK(message(err) == "invalid udp_path \"3\": must be "
+                          "RKNP_UDP_PATH_DEFAULT, _FAST or _SLIRP");
+    // The same bytes from a 1.4 caller: udp_path lies past its struct and
+    // is never read.
+    cfg.struct_size = RKNP_CONFIG_SIZE_1_4;
+    CHECK_MESSAGE(rknp_parent_new(&cfg, &p, &err) == RKNP_OK,
+                  rknp_error_message(err));
+    rknp_parent_free(p);
+    // A 1.4 caller's init stops at its size.
+    Sized<rknp_config> old(RKNP_CONFIG_SIZE_1_4);
+    REQUIRE(rknp_config_init(old.get(), RKNP_CONFIG_SIZE_1_4) == RKNP_OK);
+    CHECK(old.get()->struct_size == RKNP_CONFIG_SIZE_1_4);
+    CHECK(old.guards_intact(RKNP_CONFIG_SIZE_1_4));
+}
+
 // Static storage: the initialisers' padding bytes are zero like those
 // *_init clears, so the whole structs compare.
 static const rknp_config kConfigInit = RKNP_CONFIG_INIT;
@@ -325,6 +381,7 @@ TEST_CASE("the static initialisers equal what the *_init functions give") {
     CHECK(kConfigInit.mtu == 65520);
     CHECK(kConfigInit.handover_timeout_ms == 10000);
     CHECK(kConfigInit.tcp_peek_mode == RKNP_TCP_PEEK_AUTO);
+    CHECK(kConfigInit.udp_path == RKNP_UDP_PATH_DEFAULT);
     CHECK(std::memcmp(&cfg, &kConfigInit, sizeof cfg) == 0);
 
     rknp_forward fwd;
@@ -362,10 +419,12 @@ TEST_CASE("an old caller's rknp_config: poisoned padding is never read") {
     // 84: a 1.0 caller passing the frozen size. 88: sizeof in the 1.0 and
     // 1.2 headers, read as 1.2 (the 1.3 disable_sandbox at 86 and
     // max_flows at 88 are poison). 95: between 1.2 and 1.3. 96: 1.3.
+    // 104: 1.4 (the 1.5 udp_path at 104 is poison, 0xA5 a refused value).
     for (Case c : {Case{uint32_t(RKNP_CONFIG_SIZE_1_0), RKNP_CONFIG_SIZE_1_0},
                    Case{88, RKNP_CONFIG_SIZE_1_2},
                    Case{95, RKNP_CONFIG_SIZE_1_2},
-                   Case{uint32_t(RKNP_CONFIG_SIZE_1_3), RKNP_CONFIG_SIZE_1_3}}) {
+                   Case{uint32_t(RKNP_CONFIG_SIZE_1_3), RKNP_CONFIG_SIZE_1_3},
+                   Case{uint32_t(RKNP_CONFIG_SIZE_1_4), RKNP_CONFIG_SIZE_1_4}}) {
         // 0xA5 in any flag, enum or limit is refused; 0x01 is a valid flag
         // (disable_sandbox: the sandbox bits show it) and an invalid
         // max_flows (0x01010101).
@@ -433,7 +492,8 @@ TEST_CASE("an old caller's rknp_network and rknp_stats: its minor's fields, zero
         for (size_t frozen : {RKNP_NETWORK_SIZE_1_0, RKNP_NETWORK_SIZE_1_3})
             check_old_output<rknp_network>(frozen, poison, network);
         for (size_t frozen : {RKNP_STATS_SIZE_1_0, RKNP_STATS_SIZE_1_2,
-                              RKNP_STATS_SIZE_1_3, RKNP_STATS_SIZE_1_4})
+                              RKNP_STATS_SIZE_1_3, RKNP_STATS_SIZE_1_4,
+                              RKNP_STATS_SIZE_1_5})
             check_old_output<rknp_stats>(frozen, poison, stats);
     }
     rknp_parent_free(p);

@@ -6,7 +6,8 @@
 // (std::out_of_range, a crash, a sanitizer report) is a finding.
 //
 // Input: struct_size selector, mtu, flag bytes, timeout, a presence mask,
-// then the six strings, each NUL-terminated, then enable_dhcp.
+// then the six strings, each NUL-terminated, then enable_dhcp and
+// udp_path.
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -72,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < 6; ++i)
         if (present & (1u << i)) *fields[i] = s[i].c_str();
     c.enable_dhcp = in.u8(); // last: older seeds leave it 0
+    c.udp_path = in.u8();    // after it, for the same reason
     try {
         check_roundtrip(
             ParentConfig::from_c(read_versioned(c, default_config())));

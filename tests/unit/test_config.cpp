@@ -44,6 +44,7 @@ TEST_CASE("default configuration matches slirp4netns/rootlesskit") {
     CHECK(p.handover_timeout_ms == 10000);
     CHECK(p.tcp_fast_path); // since 1.3
     CHECK(p.tcp_peek_mode == TcpPeekMode::automatic); // 1.4
+    CHECK(p.udp_fast_path); // 1.5
 }
 
 TEST_CASE("default_config is RKNP_CONFIG_INIT") {
@@ -54,6 +55,8 @@ TEST_CASE("default_config is RKNP_CONFIG_INIT") {
     CHECK(c.handover_timeout_ms == init.handover_timeout_ms);
     CHECK(c.tcp_path == init.tcp_path);
     CHECK(c.tcp_peek_mode == init.tcp_peek_mode);
+    CHECK(c.udp_path == init.udp_path);
+    CHECK(c.udp_path == RKNP_UDP_PATH_DEFAULT);
 }
 
 TEST_CASE("tcp_peek_mode: each RKNP_TCP_PEEK_* value, others refused") {
@@ -79,6 +82,23 @@ TEST_CASE("tcp_path: the fast path unless libslirp is asked for") {
     }
     c.tcp_path = RKNP_TCP_PATH_SLIRP;
     CHECK_FALSE(ParentConfig::from_c(c).tcp_fast_path);
+}
+
+TEST_CASE("udp_path: the fast path unless libslirp is asked for, others refused") {
+    auto c = defaults();
+    for (uint8_t path : {RKNP_UDP_PATH_DEFAULT, RKNP_UDP_PATH_FAST}) {
+        c.udp_path = path;
+        CHECK(ParentConfig::from_c(c).udp_fast_path);
+    }
+    c.udp_path = RKNP_UDP_PATH_SLIRP;
+    auto p = ParentConfig::from_c(c);
+    CHECK_FALSE(p.udp_fast_path);
+    CHECK(p.tcp_fast_path); // the two paths are chosen apart
+    c.udp_path = 3;
+    CHECK(error_of(c) == "invalid udp_path \"3\": must be "
+                         "RKNP_UDP_PATH_DEFAULT, _FAST or _SLIRP");
+    c.udp_path = 0xA5;
+    CHECK(error_of(c).rfind("invalid udp_path \"165\"", 0) == 0);
 }
 
 TEST_CASE("every bad option value is named in the error") {
@@ -212,15 +232,27 @@ TEST_CASE("an old caller's rknp_config is read as its minor: padding never") {
             CHECK(ParentConfig::from_c(r).tcp_peek_mode ==
                   TcpPeekMode::automatic);
         }
-        { // 1.4: the reserved block is never read
+        { // 1.4, 104: not its reserved block, nor 1.5's udp_path after it
             rknp_config set14 = set;
             set14.tcp_peek_mode = RKNP_TCP_PEEK_DISCARD;
+            set14.udp_path = RKNP_UDP_PATH_SLIRP;
             std::memset(set14.reserved_1_4, poison, sizeof set14.reserved_1_4);
-            auto r = read_poisoned(set14, sizeof set14, sizeof set14, poison,
-                                   defaults());
+            auto r = read_poisoned(set14, RKNP_CONFIG_SIZE_1_4,
+                                   RKNP_CONFIG_SIZE_1_4, poison, defaults());
             CHECK(r.tcp_peek_mode == RKNP_TCP_PEEK_DISCARD);
-            CHECK(ParentConfig::from_c(r).tcp_peek_mode ==
-                  TcpPeekMode::discard);
+            CHECK(r.udp_path == RKNP_UDP_PATH_DEFAULT);
+            auto p = ParentConfig::from_c(r);
+            CHECK(p.tcp_peek_mode == TcpPeekMode::discard);
+            CHECK(p.udp_fast_path);
+        }
+        { // 1.5: udp_path read, its reserved block never
+            rknp_config set15 = set;
+            set15.udp_path = RKNP_UDP_PATH_SLIRP;
+            std::memset(set15.reserved_1_5, poison, sizeof set15.reserved_1_5);
+            auto r = read_poisoned(set15, sizeof set15, sizeof set15, poison,
+                                   defaults());
+            CHECK(r.udp_path == RKNP_UDP_PATH_SLIRP);
+            CHECK_FALSE(ParentConfig::from_c(r).udp_fast_path);
         }
     }
 }
@@ -262,7 +294,15 @@ TEST_CASE("field_bytes: the newest frozen size within struct_size") {
           RKNP_CONFIG_SIZE_1_2);
     CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_4) ==
           RKNP_CONFIG_SIZE_1_4);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_5 - 1) ==
+          RKNP_CONFIG_SIZE_1_4);
+    CHECK(field_bytes<rknp_config>(RKNP_CONFIG_SIZE_1_5) ==
+          RKNP_CONFIG_SIZE_1_5);
     CHECK(field_bytes<rknp_config>(4096) == sizeof(rknp_config));
     CHECK(field_bytes<rknp_stats>(RKNP_STATS_SIZE_1_3 + 4) ==
           RKNP_STATS_SIZE_1_3);
+    CHECK(field_bytes<rknp_stats>(RKNP_STATS_SIZE_1_5 - 8) ==
+          RKNP_STATS_SIZE_1_4);
+    CHECK(field_bytes<rknp_stats>(RKNP_STATS_SIZE_1_5) ==
+          RKNP_STATS_SIZE_1_5);
 }

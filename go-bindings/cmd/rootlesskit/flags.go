@@ -66,6 +66,7 @@ func appFlags(debug *bool) []cli.Flag {
 		boolean("plugin-disable-dns", catPlugin, false, "disable the built-in DNS forwarder for --net=plugin"),
 		boolean("plugin-disable-offload", catPlugin, false, "plain tap frames (no TSO/checksum offload) for --net=plugin"),
 		str("plugin-tcp", catPlugin, "", "guest TCP for --net=plugin: \"fast\" (each connection on its own host socket, scaled windows) or \"slirp\" (libslirp); default: the plugin's choice (the fast path since rknp 1.3)"),
+		str("plugin-udp", catPlugin, "", "guest UDP for --net=plugin: \"fast\" (each flow to an outside destination on its own connected host socket, datagrams batched; needs the tap offloads) or \"slirp\" (libslirp); default: the plugin's choice (the fast path since rknp 1.5)"),
 		str("plugin-tcp-peek", catPlugin, "auto", "how the --net=plugin TCP fast path reads host sockets, a test and diagnostic knob: \"offset\" (SO_PEEK_OFF, Linux >= 6.9; the start fails without it), \"discard\" (the older kernels' method, on any kernel) or \"auto\" (offset where the kernel has it, else discard) [auto, offset, discard]"),
 		boolean("plugin-enable-dhcp", catPlugin, false, "answer the child's DHCP requests for --net=plugin (the child is configured statically without it)"),
 		&cli.IntFlag{Name: "plugin-max-flows", Category: catPlugin, Usage: "most guest flows (TCP, UDP sources, pings) holding a host socket at once for --net=plugin; more are refused (default: 16384, lowered so a quarter of the fd limit stays free)"},

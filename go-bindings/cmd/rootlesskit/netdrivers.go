@@ -142,6 +142,9 @@ func newPluginParent(c *cli.Context, nf netFlags) (network.ParentDriver, error) 
 	if err := opt.TCPPeek.Set(c.String("plugin-tcp-peek")); err != nil {
 		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): --plugin-tcp-peek: %w", opt.PluginPath, err)
 	}
+	if err := opt.UDPPath.Set(c.String("plugin-udp")); err != nil {
+		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): --plugin-udp: %w", opt.PluginPath, err)
+	}
 	d, err := rknp.NewParentDriver(opt)
 	if err != nil {
 		return nil, fmt.Errorf("--net=plugin (--net-plugin=%q): %w", opt.PluginPath, err)

@@ -27,6 +27,10 @@ const (
 	// --plugin-tcp-peek mode in force: "offset" or "discard" (ABI 1.4;
 	// absent while the fast path is off and with older libraries).
 	ExtraTCPPeek = "rknp.tcp_peek"
+	// ExtraUDPPath is the UDP path the network runs: "fast", or "slirp"
+	// with --plugin-udp=slirp, --plugin-disable-offload (the fast path
+	// needs the tap's offloads) or a library before ABI 1.5.
+	ExtraUDPPath = "rknp.udp_path"
 )
 
 // libslirpVersion is the libslirp version the library runs on: the
@@ -75,16 +79,16 @@ func Describe(pluginPath string) (string, error) {
 // WithPluginInfo wraps the port driver pd (any driver, nil for none) so
 // that its Info also names the plugin behind the network driver nd, which
 // must come from NewParentDriver: `rootlessctl info --json` then shows
-// the plugin's path, version and libslirp version, and the TCP peek mode
-// in force (read from the running parent's stats at each Info). Everything
-// else is pd's own.
+// the plugin's path, version and libslirp version, the UDP path, and the
+// TCP peek mode in force (read from the running parent's stats at each
+// Info). Everything else is pd's own.
 func WithPluginInfo(pd port.ParentDriver, nd network.ParentDriver) port.ParentDriver {
 	d, ok := nd.(*parentDriver)
 	if pd == nil || !ok {
 		return pd
 	}
 	version, _ := d.lib.Versions()
-	extra := map[string]string{ExtraPluginPath: d.lib.Path(), ExtraPluginVersion: version}
+	extra := map[string]string{ExtraPluginPath: d.lib.Path(), ExtraPluginVersion: version, ExtraUDPPath: d.udpPath}
 	if v := libslirpVersion(d.lib, d.net); v != "" {
 		extra[ExtraLibslirpVersion] = v
 	}

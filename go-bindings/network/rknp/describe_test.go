@@ -48,6 +48,10 @@ func TestWithPluginInfo(t *testing.T) {
 	if v, ok := info.Extra[ExtraTCPPeek]; ok {
 		t.Fatalf("%s = %q before the network started", ExtraTCPPeek, v)
 	}
+	// The default UDP path is known from the configuration.
+	if v := info.Extra[ExtraUDPPath]; v != "fast" {
+		t.Fatalf("%s = %q with the default configuration", ExtraUDPPath, v)
+	}
 	again, _ := inner.Info(context.Background())
 	if len(again.Extra) != 1 {
 		t.Fatalf("the port driver's map was changed: %+v", again.Extra)
@@ -73,6 +77,31 @@ func TestWithPluginInfo(t *testing.T) {
 	// string's "(libslirp X)" is used.
 	if s := describe(pd.lib, libslirpVersion(pd.lib, rknp.Network{})); !want.MatchString(s) {
 		t.Fatalf("describe without the ABI field: %q", s)
+	}
+}
+
+// rknp.udp_path: the fast path unless libslirp is asked for or the tap
+// has no offloads.
+func TestUDPPathInfo(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  rknp.Config
+		want string
+	}{
+		{rknp.Config{}, "fast"},
+		{rknp.Config{UDPPath: rknp.UDPPathFast}, "fast"},
+		{rknp.Config{UDPPath: rknp.UDPPathSlirp}, "slirp"},
+		{rknp.Config{UDPPath: rknp.UDPPathFast, DisableOffload: true}, "slirp"},
+		{rknp.Config{TCPPath: rknp.TCPPathSlirp}, "fast"},
+	} {
+		d, err := NewParentDriver(ParentOpt{PluginPath: pluginPath(t), Config: tc.cfg})
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.cfg, err)
+		}
+		info, err := WithPluginInfo(fakePortDriver{}, d).Info(context.Background())
+		d.(*parentDriver).close()
+		if err != nil || info.Extra[ExtraUDPPath] != tc.want {
+			t.Errorf("%+v: %s = %q, %v; want %q", tc.cfg, ExtraUDPPath, info.Extra[ExtraUDPPath], err, tc.want)
+		}
 	}
 }
 

@@ -28,10 +28,11 @@ type ParentOpt struct {
 }
 
 type parentDriver struct {
-	lib    *rknp.Library
-	parent *rknp.Parent
-	net    rknp.Network
-	ipv6   bool
+	lib     *rknp.Library
+	parent  *rknp.Parent
+	net     rknp.Network
+	ipv6    bool
+	udpPath string // for ExtraUDPPath: "fast" or "slirp"
 }
 
 // NewParentDriver loads the plugin and validates the configuration now, so
@@ -54,7 +55,18 @@ func NewParentDriver(opt ParentOpt) (network.ParentDriver, error) {
 		p.Close()
 		return nil, err
 	}
-	return &parentDriver{lib: lib, parent: p, net: n, ipv6: cfg.IPv6}, nil
+	return &parentDriver{lib: lib, parent: p, net: n, ipv6: cfg.IPv6, udpPath: udpPath(lib, cfg)}, nil
+}
+
+// udpPath is the UDP path a network of cfg runs on lib: the fast path
+// unless libslirp is asked for, the tap has no offloads (the fast path
+// needs its vnet headers) or the library predates ABI 1.5 (no UDP fast
+// path).
+func udpPath(lib *rknp.Library, cfg rknp.Config) string {
+	if _, minor := lib.ABIVersion(); minor < 5 || cfg.UDPPath == rknp.UDPPathSlirp || cfg.DisableOffload {
+		return rknp.UDPPathSlirp.String()
+	}
+	return rknp.UDPPathFast.String()
 }
 
 func (d *parentDriver) Info(ctx context.Context) (*api.NetworkDriverInfo, error) {
