@@ -56,6 +56,9 @@ def parse_args(argv):
                     help="the UDP latency tool (client inside, server on the host)")
     ap.add_argument("--udp-len-max", type=int, default=32000,
                     help="UDP datagram size cap (default 32000; else MTU-28)")
+    ap.add_argument("--udp-buffer",
+                    help="iperf3 -w for the UDP steps (both ends' socket"
+                    " buffers, e.g. 4M; default: the system's)")
     ap.add_argument("--user", default=os.environ.get("RKNP_TEST_USER", "rknptest"))
     ap.add_argument("--results", help="output dir (default tests/bench/results/<date>)")
     o = ap.parse_args(argv)
@@ -113,7 +116,7 @@ def main(argv):
            "options": {"repeat": o.repeat, "duration": o.duration,
                        "quick": o.quick, "mtus": o.mtu, "rootlesskit": rk,
                        "scenario": o.scenario, "udp_len_max": o.udp_len_max,
-                       "udp_rr": o.udp_rr,
+                       "udp_rr": o.udp_rr, "udp_buffer": o.udp_buffer,
                        "stock_rootlesskit": stock, "s4n_binary": s4n,
                        "plugin_via": next((type(t).__name__ for t in tgts
                                            if t.name == "plugin"), None)},

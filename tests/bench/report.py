@@ -151,11 +151,12 @@ def markdown(doc):
     if o.get("scenario", "all") != "tcp" and any(
             "udp_c2h_1g" in s.get("tests", {}) for s in doc["samples"]):
         mtus = o["mtus"]
-        lines += ["UDP steps: iperf3 -u -b %s, datagrams of %s; arrived = "
+        lines += ["UDP steps: iperf3 -u -b %s%s, datagrams of %s; arrived = "
                   "what the receiver counted; CPU per GB over the bytes that "
                   "arrived. Request/response: rknp-udp-rr, 64 B, one "
                   "outstanding, 200 ms until a request counts as unanswered."
                   % ("/".join("%dG" % r for r in UDP_RATES),
+                     " -w " + o["udp_buffer"] if o.get("udp_buffer") else "",
                      ", ".join("%d B at MTU %d"
                                % (min(m - 28, o.get("udp_len_max", 32000)), m)
                                for m in mtus)), ""]

@@ -44,13 +44,14 @@ def udp_tests(mtu, opts):
     """The UDP scenario: iperf3 -u both ways at each offered rate, then the
     request/response latency of small datagrams (rknp-udp-rr)."""
     d = opts.duration
+    buf = ["-w", opts.udp_buffer] if opts.udp_buffer else []
     t = []
     for name, extra in (("c2h", []), ("h2c", ["-R"])):
         for rate in UDP_RATES:
             t.append(("udp_%s_%dg" % (name, rate),
                       {"op": "iperf3", "duration": d,
                        "args": ["-u", "-b", "%dG" % rate,
-                                "-l", str(udp_len(mtu, opts))] + extra}))
+                                "-l", str(udp_len(mtu, opts))] + buf + extra}))
     t.append(("udp_rr", {"op": "udp_rr", "tool": opts.udp_rr,
                          "count": 500 if opts.quick else 3000, "size": 64,
                          "limit": 3}))
