@@ -48,6 +48,19 @@ def wait_first_connect(target, port, timeout):
 
 
 def run_iperf3(target, port, args, duration):
+    # The server may still be closing the previous test (seen after UDP
+    # runs that overload it): "the server is busy", tried again up to 5 s.
+    for attempt in range(6):
+        res = iperf3_once(target, port, args, duration)
+        if "busy" not in res.get("error", ""):
+            break
+        time.sleep(1)
+    if attempt:
+        res["busy_retries"] = attempt
+    return res
+
+
+def iperf3_once(target, port, args, duration):
     cmd = ["iperf3", "-c", target, "-p", str(port), "--json",
            "-t", str(duration)] + args
     p = subprocess.run(cmd, capture_output=True, text=True,
@@ -60,14 +73,31 @@ def run_iperf3(target, port, args, duration):
         return {"error": doc["error"]}
     end = doc["end"]
     if "-u" in args:
-        sent = end["sum"]
-        got = end.get("sum_received", sent)  # what arrived (iperf3 >= 3.11)
+        # sum_sent/sum_received (iperf3 >= 3.11) are the sender's and the
+        # receiver's own counts in both directions (with -R the client
+        # receives); older iperf3 only has sum, the sender's bytes.
+        sent = end.get("sum_sent", end["sum"])
+        got = end.get("sum_received", end["sum"])
         return {"bps": got["bits_per_second"], "bytes": got["bytes"],
                 "sent_bps": sent["bits_per_second"],
-                "lost_percent": sent.get("lost_percent", 0.0)}
+                "packets": got.get("packets"),
+                "lost_packets": got.get("lost_packets"),
+                "lost_percent": got.get("lost_percent",
+                                        end["sum"].get("lost_percent", 0.0))}
     s = end["sum_received"]
     return {"bps": s["bits_per_second"], "bytes": s["bytes"],
             "retransmits": end.get("sum_sent", {}).get("retransmits")}
+
+
+def udp_rr(target, port, tool, count, size, limit):
+    """The C ping-pong client (rknp-udp-rr): one datagram outstanding."""
+    cmd = [tool, "client", target, str(port), "--size", str(size),
+           "--count", str(count), "--seconds", str(limit)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 30)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {"error": "rknp-udp-rr rc=%d: %s" % (p.returncode, p.stderr[-300:])}
 
 
 def recv_exact(sock, n):
@@ -177,6 +207,9 @@ def main():
             elif op == "pingpong":
                 res = pingpong(target, echo_port, cmd["count"], cmd["size"],
                                cmd["limit"])
+            elif op == "udp_rr":
+                res = udp_rr(target, cmd["port"], cmd["tool"], cmd["count"],
+                             cmd["size"], cmd["limit"])
             elif op == "connrate":
                 res = connrate(target, echo_port, cmd["seconds"])
             elif op == "open_idle":

@@ -23,8 +23,8 @@ import report
 import session
 import targets
 
-DRIVERS = ["plugin", "plugin-fast", "plugin-fast-nopeekoff", "rknp-slirp4netns",
-           "slirp4netns", "pasta", "gvisor-tap-vsock"]
+DRIVERS = ["plugin", "plugin-fast", "plugin-fast-nopeekoff", "plugin-udp-slirp",
+           "rknp-slirp4netns", "slirp4netns", "pasta", "gvisor-tap-vsock"]
 REFS = ["loopback", "veth"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -47,6 +47,18 @@ def parse_args(argv):
                     help="passed as --slirp4netns-binary for rknp-slirp4netns")
     ap.add_argument("--harness", default=os.path.join(ROOT, "build/bin/rknp-harness"),
                     help="used for the plugin if rootlesskit lacks --net=plugin")
+    ap.add_argument("--scenario", choices=("all", "tcp", "udp"), default="all",
+                    help="tests to run: all (default), tcp (everything but the"
+                    " UDP steps and UDP latency), udp (only those)")
+    ap.add_argument("--udp-only", dest="scenario", action="store_const",
+                    const="udp", help="same as --scenario udp")
+    ap.add_argument("--udp-rr", default=os.path.join(ROOT, "build/bin/rknp-udp-rr"),
+                    help="the UDP latency tool (client inside, server on the host)")
+    ap.add_argument("--udp-len-max", type=int, default=32000,
+                    help="UDP datagram size cap (default 32000; else MTU-28)")
+    ap.add_argument("--udp-buffer",
+                    help="iperf3 -w for the UDP steps (both ends' socket"
+                    " buffers, e.g. 4M; default: the system's)")
     ap.add_argument("--user", default=os.environ.get("RKNP_TEST_USER", "rknptest"))
     ap.add_argument("--results", help="output dir (default tests/bench/results/<date>)")
     o = ap.parse_args(argv)
@@ -96,16 +108,20 @@ def main(argv):
     harness = o.harness if os.access(o.harness, os.X_OK) else None
     stock = o.stock_rootlesskit if os.access(o.stock_rootlesskit, os.X_OK) else None
     s4n = o.s4n_binary if os.access(o.s4n_binary, os.X_OK) else None
+    unsupported = {}
     tgts = targets.make_targets(o.only or DRIVERS + REFS, rk, o.plugin_lib,
-                                harness, log, stock, s4n)
+                                harness, log, stock, s4n, o.user, unsupported)
     doc = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count()},
            "options": {"repeat": o.repeat, "duration": o.duration,
                        "quick": o.quick, "mtus": o.mtu, "rootlesskit": rk,
+                       "scenario": o.scenario, "udp_len_max": o.udp_len_max,
+                       "udp_rr": o.udp_rr, "udp_buffer": o.udp_buffer,
                        "stock_rootlesskit": stock, "s4n_binary": s4n,
                        "plugin_via": next((type(t).__name__ for t in tgts
                                            if t.name == "plugin"), None)},
-           "targets": [t.name for t in tgts], "samples": []}
+           "targets": [t.name for t in tgts], "unsupported": unsupported,
+           "samples": []}
     t_start = time.monotonic()
     for rep, mtu, t in schedule(tgts, o.mtu, o.repeat):
         log("run %d/%d  mtu %-5d %s" % (rep + 1, o.repeat, mtu, t.name))
@@ -120,10 +136,11 @@ def main(argv):
     md = report.markdown(doc)
     with open(os.path.join(o.results, "results.md"), "w") as f:
         f.write(md)
-    png = report.chart(doc, os.path.join(o.results, "throughput.png"))
+    pngs = [f for f, keys in report.CHARTS.items()
+            if report.chart(doc, os.path.join(o.results, f), keys)]
     print(md)
     log("results in %s (%s); wall %.0f s"
-        % (o.results, "chart written" if png else "no chart", doc["wall_s"]))
+        % (o.results, ", ".join(pngs) or "no chart", doc["wall_s"]))
     return 0
 
 

@@ -8,12 +8,15 @@
 # tests/e2e/docker_lib.sh: fork (rknp, TCP fast path), fork-slirp (rknp,
 # TCP through libslirp), stock (Debian's rootlesskit with rknp-slirp4netns)
 # and slirp4netns (Debian's rootlesskit and slirp4netns: the reference).
-# All dockerds run at once; runs go round-robin (repeat 1 of every route
-# and direction, then repeat 2, ...) so drifts of the machine hit all
-# routes alike. Not a test: no threshold; docker_report.py writes medians
-# and ratios to slirp4netns.
+# UDP too: iperf3 -u both ways at each --udp-rate (default 1G and 10G
+# offered), datagrams of 1472 bytes (docker0's MTU 1500); the receiver's
+# arrived rate and loss. All dockerds run at once; runs go round-robin
+# (repeat 1 of every route and direction, then repeat 2, ...) so drifts of
+# the machine hit all routes alike. Not a test: no threshold;
+# docker_report.py writes medians and ratios to slirp4netns.
 #
 #   sudo tests/bench/docker.sh [--repeat N] [--duration S] [--route R]... [--results DIR]
+#        [--udp-rate RATE]... [--no-udp | --udp-only]
 #        [--wan-rtt MS [--wan-loss PERCENT] [--debian-sysctls]]
 #
 # --wan-rtt puts the test host behind the WAN bed (tests/lib/wan_bed.sh,
@@ -35,6 +38,8 @@ ROUTES=()
 WAN_RTT=
 WAN_LOSS=0
 WAN_DEBIAN=()
+UDP_RATES=()
+PROTOS=(tcp udp)
 RESULTS=$REPO/tests/bench/results/docker-$(date -u +%Y%m%d_%H%M%S)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -45,10 +50,14 @@ while [ $# -gt 0 ]; do
     --wan-rtt) WAN_RTT=$2; shift 2 ;;
     --wan-loss) WAN_LOSS=$2; shift 2 ;;
     --debian-sysctls) WAN_DEBIAN=(--debian-sysctls); shift ;;
-    *) echo "usage: $0 [--repeat N] [--duration S] [--route fork|fork-slirp|stock|slirp4netns]... [--results DIR] [--wan-rtt MS [--wan-loss PERCENT] [--debian-sysctls]]" >&2; exit 2 ;;
+    --udp-rate) UDP_RATES+=("$2"); shift 2 ;;
+    --no-udp) PROTOS=(tcp); shift ;;
+    --udp-only) PROTOS=(udp); shift ;;
+    *) echo "usage: $0 [--repeat N] [--duration S] [--route fork|fork-slirp|stock|slirp4netns]... [--results DIR] [--udp-rate RATE]... [--no-udp | --udp-only] [--wan-rtt MS [--wan-loss PERCENT] [--debian-sysctls]]" >&2; exit 2 ;;
     esac
 done
 [ ${#ROUTES[@]} -gt 0 ] || ROUTES=(fork fork-slirp stock slirp4netns)
+[ ${#UDP_RATES[@]} -gt 0 ] || UDP_RATES=(1G 10G)
 
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
@@ -58,7 +67,9 @@ e2e_require "creates a user, namespaces and a veth pair" "tests/install-deps.sh,
     /usr/bin/rootlesskit /usr/bin/slirp4netns /usr/bin/iperf3 /bin/busybox
 NETNS_HOST=rknp-dk-bench
 IPERF_PORT=5201
-DOCKERD_TIMEOUT=$((600 + REPEAT * ${#ROUTES[@]} * 2 * (DURATION + 15)))
+DOCKERD_TIMEOUT=$((600 + REPEAT * ${#ROUTES[@]} * 2 * (1 + ${#UDP_RATES[@]}) * (DURATION + 15)))
+# The UDP datagram size: the largest that crosses docker0 (MTU 1500) whole.
+UDP_LEN=1472
 IMAGE=rknp-iperf3:local
 stop_all() {
     local r
@@ -99,7 +110,8 @@ wait_tcp "$TEST_HOST" "$IPERF_PORT" "$NETNS_HOST"
     echo "rootlesskit (stock): $(/usr/bin/rootlesskit --version)"
     echo "slirp4netns: $(/usr/bin/slirp4netns --version | head -n1)"
     echo "fork: $("$SCRATCH/fork-bin/docker-rootlesskit" --version --net-plugin="$LIB" | tr '\n' ' ')"
-    echo "repeat $REPEAT, iperf3 -t $DURATION, routes ${ROUTES[*]}"
+    echo "repeat $REPEAT, iperf3 -t $DURATION, routes ${ROUTES[*]}, protocols ${PROTOS[*]}"
+    echo "UDP: iperf3 -u -l $UDP_LEN at ${UDP_RATES[*]} offered"
     if [ -n "$WAN_RTT" ]; then
         echo "test host behind the WAN bed: RTT $WAN_RTT ms, loss $WAN_LOSS %, link MTU 1500${WAN_DEBIAN:+, Debian socket sysctls}"
     fi
@@ -114,15 +126,26 @@ for r in "${ROUTES[@]}"; do
     dk "$r" run --rm --pull=never "$IMAGE" iperf3 -c "$TEST_HOST" -p "$IPERF_PORT" -t 1 >/dev/null
 done
 
-# One JSON result per (repeat, route, direction); a failed run leaves its
-# stderr next to it and the report counts it as an error.
+# One JSON result per (repeat, route, case); a case is a TCP direction
+# (download, upload) or a UDP one at an offered rate (udp_download_1G, ...).
+# A failed run leaves its stderr next to it and the report counts it as an
+# error.
+cases=()
+for proto in "${PROTOS[@]}"; do
+    if [ "$proto" = tcp ]; then
+        cases+=(download upload)
+    else
+        for rate in "${UDP_RATES[@]}"; do cases+=("udp_download_$rate" "udp_upload_$rate"); done
+    fi
+done
 for rep in $(seq "$REPEAT"); do
     for r in "${ROUTES[@]}"; do
-        for dir in download upload; do
+        for c in "${cases[@]}"; do
             flags=()
-            [ "$dir" = download ] && flags=(-R)
-            out=$RESULTS/docker-$r-$dir-$rep.json
-            log "repeat $rep [$r] $dir"
+            case $c in *download*) flags=(-R) ;; esac
+            case $c in udp_*) flags+=(-u -b "${c##*_}" -l "$UDP_LEN") ;; esac
+            out=$RESULTS/docker-$r-$c-$rep.json
+            log "repeat $rep [$r] $c"
             dk "$r" run --rm --pull=never "$IMAGE" iperf3 -c "$TEST_HOST" -p "$IPERF_PORT" \
                 -t "$DURATION" -J "${flags[@]}" >"$out" 2>"$out.err" || true
         done

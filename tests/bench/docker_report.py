@@ -2,10 +2,12 @@
 """Markdown table of tests/bench/docker.sh's iperf3 results.
 
 Usage: docker_report.py RESULTS_DIR ROUTE...
-Reads RESULTS_DIR/docker-ROUTE-DIRECTION-REPEAT.json (iperf3 -J from inside
-a container) and prints one row per route: the median (min-max) Gbit/s the
-receiver counted, download and upload, and the ratio of the median to the
-slirp4netns route's. Runs that produced no result are listed as errors.
+Reads RESULTS_DIR/docker-ROUTE-CASE-REPEAT.json (iperf3 -J from inside a
+container; CASE is download, upload or udp_DIRECTION_RATE) and prints one
+row per route: the median (min-max) Gbit/s the receiver counted, download
+and upload, and the ratio of the median to the slirp4netns route's; for
+UDP, a second table with the arrived rate and the median loss at each
+offered rate. Runs that produced no result are listed as errors.
 """
 import json
 import pathlib
@@ -22,8 +24,8 @@ LABELS = {
 }
 
 
-def received_gbps(path):
-    """The receiver's bits/s in Gbit/s, or an error string."""
+def received(path):
+    """(the receiver's Gbit/s, its loss % or None for TCP), or an error string."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -31,46 +33,74 @@ def received_gbps(path):
     if "error" in data:
         return f"{path.name}: {data['error']}"
     try:
-        return data["end"]["sum_received"]["bits_per_second"] / 1e9
+        got = data["end"]["sum_received"]
     except KeyError:
         return f"{path.name}: no end.sum_received"
+    return got["bits_per_second"] / 1e9, got.get("lost_percent")
+
+
+def udp_cases(samples):
+    """The UDP cases present, by offered rate (as given: 1G, 10G...)."""
+    rates = {c.rsplit("_", 1)[1] for _, c in samples if c.startswith("udp_")}
+    return sorted(rates, key=lambda r: float(r.rstrip("GMK") or 0)
+                  * {"G": 1e9, "M": 1e6, "K": 1e3}.get(r[-1:], 1))
 
 
 def main():
     results = pathlib.Path(sys.argv[1])
     routes = sys.argv[2:]
-    samples = {(r, d): [] for r in routes for d in DIRECTIONS}
+    samples = {}  # (route, case): [Gbit/s], losses[(route, case)]: [%]
+    losses = {}
     errors = []
     for path in sorted(results.glob("docker-*-*-*.json")):
-        parts = path.stem.split("-")  # docker, route..., direction, repeat
-        route, direction = "-".join(parts[1:-2]), parts[-2]
-        if (route, direction) not in samples:
+        parts = path.stem.split("-")  # docker, route..., case, repeat
+        route, case = "-".join(parts[1:-2]), parts[-2]
+        if route not in routes:
             continue
-        v = received_gbps(path)
+        v = received(path)
         if isinstance(v, str):
             errors.append(v)
-        else:
-            samples[(route, direction)].append(v)
+            continue
+        samples.setdefault((route, case), []).append(v[0])
+        if v[1] is not None:
+            losses.setdefault((route, case), []).append(v[1])
 
-    def median(route, direction):
-        s = samples.get((route, direction), [])
+    def median(route, case):
+        s = samples.get((route, case), [])
         return statistics.median(s) if s else None
 
-    print("| route | download Gbit/s | upload Gbit/s |")
-    print("|---|---|---|")
-    for r in routes:
-        cells = []
-        for d in DIRECTIONS:
-            s = samples[(r, d)]
-            if not s:
-                cells.append("–")
-                continue
-            m, ref = statistics.median(s), median(REFERENCE, d)
-            cell = f"**{m:.2f}** ({min(s):.2f}–{max(s):.2f})"
-            if ref and r != REFERENCE:
-                cell += f" ×{m / ref:.2f}"
-            cells.append(cell)
-        print(f"| {LABELS.get(r, r)} | {cells[0]} | {cells[1]} |")
+    def gbps_cell(r, case):
+        s = samples.get((r, case))
+        if not s:
+            return "–"
+        m, ref = statistics.median(s), median(REFERENCE, case)
+        cell = f"**{m:.2f}** ({min(s):.2f}–{max(s):.2f})"
+        if ref and r != REFERENCE:
+            cell += f" ×{m / ref:.2f}"
+        return cell
+
+    if any(c in DIRECTIONS for _, c in samples):
+        print("| route | download Gbit/s | upload Gbit/s |")
+        print("|---|---|---|")
+        for r in routes:
+            cells = [gbps_cell(r, d) for d in DIRECTIONS]
+            print(f"| {LABELS.get(r, r)} | {cells[0]} | {cells[1]} |")
+    rates = udp_cases(samples)
+    if rates:
+        cases = [f"udp_{d}_{rate}" for rate in rates for d in DIRECTIONS]
+        print("\nUDP (iperf3 -u, 1472-byte datagrams): arrived Gbit/s, "
+              "median loss %\n")
+        print("| route | " + " | ".join(
+            c.split("_")[1] + " at " + c.split("_")[2] for c in cases) + " |")
+        print("|---|" + "---|" * len(cases))
+        for r in routes:
+            cells = []
+            for c in cases:
+                cell = gbps_cell(r, c)
+                if losses.get((r, c)):
+                    cell += f", {statistics.median(losses[(r, c)]):.1f} %"
+                cells.append(cell)
+            print(f"| {LABELS.get(r, r)} | " + " | ".join(cells) + " |")
     if errors:
         print("\nErrors:")
         for e in errors:

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
-"""Turns results.json samples into the Markdown summary and the PNG chart."""
+"""Turns results.json samples into the Markdown summary and the PNG charts."""
 import statistics
+
+from session import UDP_RATES
 
 
 def _t(s, name, key):
@@ -20,6 +22,20 @@ def _cpu_per_gb(name):
             return None
         return sum(v["cpu_s"].values()) / (v["bytes"] / 1e9)
     return f
+
+
+def _udp_rows():
+    """Arrived rate and loss of every UDP step, child→host then host→child."""
+    rows = []
+    for d, label in (("c2h", "child→host"), ("h2c", "host→child")):
+        for rate in UDP_RATES:
+            name = "udp_%s_%dg" % (d, rate)
+            rows.append((name, "UDP %s, %d Gbit/s offered: arrived (Gbit/s)"
+                         % (label, rate), "up", _gbps(name)))
+            rows.append((name + "_loss", "UDP %s, %d Gbit/s offered: loss (%%)"
+                         % (label, rate), "down",
+                         lambda s, n=name: _t(s, n, "lost_percent")))
+    return rows
 
 
 def _rss(roles):
@@ -45,10 +61,18 @@ METRICS = [
     ("tcp_c2h", "TCP child→host, 1 stream (Gbit/s)", "up", _gbps("tcp_c2h")),
     ("tcp_h2c", "TCP host→child, 1 stream (Gbit/s)", "up", _gbps("tcp_h2c")),
     ("tcp_c2h_p4", "TCP child→host, 4 streams (Gbit/s)", "up", _gbps("tcp_c2h_p4")),
+    # The single UDP run of results before the UDP steps (-b 10G, -l MTU-28).
     ("udp_c2h", "UDP child→host (Gbit/s)", "up", _gbps("udp_c2h")),
     ("udp_loss", "UDP loss (%)", "down", lambda s: _t(s, "udp_c2h", "lost_percent")),
+] + _udp_rows() + [
     ("rr_p50", "TCP 64 B ping-pong p50 (µs)", "down", lambda s: _t(s, "rr", "p50_us")),
     ("rr_p99", "TCP 64 B ping-pong p99 (µs)", "down", lambda s: _t(s, "rr", "p99_us")),
+    ("udp_rr_p50", "UDP 64 B request/response p50 (µs)", "down",
+     lambda s: _t(s, "udp_rr", "p50_us")),
+    ("udp_rr_p99", "UDP 64 B request/response p99 (µs)", "down",
+     lambda s: _t(s, "udp_rr", "p99_us")),
+    ("udp_rr_lost", "UDP request/response: requests unanswered in 200 ms", "down",
+     lambda s: _t(s, "udp_rr", "lost")),
     ("conn", "New TCP connections (/s)", "up", lambda s: _t(s, "conn", "per_s")),
     ("rr_idle_p50", "Ping-pong p50 with 4000 idle connections (µs)", "down",
      lambda s: _t(s, "rr_idle", "p50_us")),
@@ -56,12 +80,25 @@ METRICS = [
      lambda s: _t(s, "rr_idle", "p99_us")),
     ("cpu_c2h", "Stack CPU per GB, TCP child→host (s)", "down", _cpu_per_gb("tcp_c2h")),
     ("cpu_h2c", "Stack CPU per GB, TCP host→child (s)", "down", _cpu_per_gb("tcp_h2c")),
+    ("cpu_udp_c2h", "Stack CPU per GB, UDP child→host at 1 Gbit/s (s)", "down",
+     _cpu_per_gb("udp_c2h_1g")),
+    ("cpu_udp_h2c", "Stack CPU per GB, UDP host→child at 1 Gbit/s (s)", "down",
+     _cpu_per_gb("udp_h2c_1g")),
     ("rss_stack", "Peak RSS, stack process (MiB)", "down", _stack_rss),
     ("rss_total", "Peak RSS, rootlesskit parent + helper (MiB)", "down",
      _rss(("parent", "helper"))),
     ("startup", "Start to first TCP connection (ms)", "down", _ms),
 ]
 BASE = "slirp4netns"
+# What the progress line of each session shows.
+ONE_LINE = ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h", "udp_loss",
+            "udp_c2h_1g_loss", "udp_c2h_10g", "udp_h2c_1g_loss", "udp_h2c_10g",
+            "rr_p50", "rr_p99", "udp_rr_p50", "udp_rr_p99", "conn",
+            "rr_idle_p50", "rr_idle_p99")
+# The charts: file name -> series (METRICS keys), one bar group per driver.
+CHARTS = {"throughput.png": ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h"),
+          "udp.png": tuple("udp_%s_%dg" % (d, r) for d in ("c2h", "h2c")
+                           for r in UDP_RATES)}
 
 
 def _fmt(v):
@@ -109,6 +146,22 @@ def markdown(doc):
                                doc["machine"]["cpus"], doc.get("wall_s", 0), BASE), ""]
     if o.get("plugin_via") == "HarnessPlugin":
         lines += ["**plugin ran through rknp-harness, not rootlesskit.**", ""]
+    if o.get("scenario", "all") != "all":
+        lines += ["Scenario: %s only." % o["scenario"], ""]
+    if o.get("scenario", "all") != "tcp" and any(
+            "udp_c2h_1g" in s.get("tests", {}) for s in doc["samples"]):
+        mtus = o["mtus"]
+        lines += ["UDP steps: iperf3 -u -b %s%s, datagrams of %s; arrived = "
+                  "what the receiver counted; CPU per GB over the bytes that "
+                  "arrived. Request/response: rknp-udp-rr, 64 B, one "
+                  "outstanding, 200 ms until a request counts as unanswered."
+                  % ("/".join("%dG" % r for r in UDP_RATES),
+                     " -w " + o["udp_buffer"] if o.get("udp_buffer") else "",
+                     ", ".join("%d B at MTU %d"
+                               % (min(m - 28, o.get("udp_len_max", 32000)), m)
+                               for m in mtus)), ""]
+    for name, why in sorted((doc.get("unsupported") or {}).items()):
+        lines += ["**%s: unsupported** (not measured): %s" % (name, why), ""]
     for mtu in o["mtus"]:
         names = [t for t in doc["targets"]
                  if any(s["target"] == t and s["mtu"] == mtu for s in doc["samples"])]
@@ -140,23 +193,28 @@ def one_line(s):
     if s.get("error"):
         return "FAILED: " + s["error"]
     parts = []
-    for key, _, _, fn in METRICS[:9]:
+    for key, _, _, fn in METRICS:
+        if key not in ONE_LINE:
+            continue
         v = fn(s)
         if v is not None:
             parts.append("%s=%s" % (key, _fmt(v)))
     return " ".join(parts)
 
 
-def chart(doc, path):
-    """Grouped bars of TCP/UDP throughput per driver, one panel per MTU."""
+def chart(doc, path, keys):
+    """Grouped bars of the keys' throughputs per driver, one panel per MTU.
+    False if matplotlib is missing or none of the keys was measured."""
+    series = [m for m in METRICS if m[0] in keys]
+    series = [m for m in series if any(m[3](s) is not None for s in doc["samples"])]
+    if not series:
+        return False
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    series = [m for m in METRICS if m[0] in ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h")]
-    series = [m for m in series if any(m[3](s) is not None for s in doc["samples"])]
     mtus = doc["options"]["mtus"]
     # One linear scale for every MTU, so panels compare at a glance.
     fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 4.8),

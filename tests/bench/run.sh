@@ -3,6 +3,7 @@
 
 # Benchmark suite entry (not part of the test run). Run as root:
 #   sudo tests/bench/run.sh [--quick] [--repeat N] [--duration S] [--only NAME]...
+#                           [--scenario all|tcp|udp | --udp-only] [--mtu N]...
 # Prepares /dev/net/tun and the unprivileged test user, installs what the
 # measurement needs, then runs bench.py (all arguments are passed through).
 set -euo pipefail

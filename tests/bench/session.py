@@ -20,8 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "@@BENCH "
 
 
-def free_port():
-    s = socket.socket()
+def free_port(kind=socket.SOCK_STREAM):
+    s = socket.socket(socket.AF_INET, kind)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
@@ -29,18 +29,47 @@ def free_port():
 
 
 IDLE_FLOWS = 4000
+# Offered rates of the UDP iperf3 steps (iperf3 -b), in Gbit/s.
+UDP_RATES = (1, 5, 10)
+
+
+def udp_len(mtu, opts):
+    """Datagram size of the UDP steps: the largest that fits one frame
+    (MTU - 28: no IP fragmentation anywhere), capped at opts.udp_len_max
+    (32000 by default; README.md says why)."""
+    return min(mtu - 28, opts.udp_len_max)
+
+
+def udp_tests(mtu, opts):
+    """The UDP scenario: iperf3 -u both ways at each offered rate, then the
+    request/response latency of small datagrams (rknp-udp-rr)."""
+    d = opts.duration
+    buf = ["-w", opts.udp_buffer] if opts.udp_buffer else []
+    t = []
+    for name, extra in (("c2h", []), ("h2c", ["-R"])):
+        for rate in UDP_RATES:
+            t.append(("udp_%s_%dg" % (name, rate),
+                      {"op": "iperf3", "duration": d,
+                       "args": ["-u", "-b", "%dG" % rate,
+                                "-l", str(udp_len(mtu, opts))] + buf + extra}))
+    t.append(("udp_rr", {"op": "udp_rr", "tool": opts.udp_rr,
+                         "count": 500 if opts.quick else 3000, "size": 64,
+                         "limit": 3}))
+    return t
 
 
 def tests_for(mtu, opts):
     """(name, agent command) of every test this session runs."""
+    if opts.scenario == "udp":
+        return udp_tests(mtu, opts)
     d = opts.duration
     t = [("tcp_c2h", {"op": "iperf3", "args": [], "duration": d}),
          ("tcp_h2c", {"op": "iperf3", "args": ["-R"], "duration": d})]
     if not opts.quick:
         t.append(("tcp_c2h_p4", {"op": "iperf3", "args": ["-P", "4"],
                                  "duration": d}))
-    t.append(("udp_c2h", {"op": "iperf3", "duration": d,
-                          "args": ["-u", "-b", "10G", "-l", str(mtu - 28)]}))
+    if opts.scenario == "all":
+        t += udp_tests(mtu, opts)
     t.append(("rr", {"op": "pingpong", "count": 500 if opts.quick else 3000,
                      "size": 64, "limit": 3}))
     t.append(("conn", {"op": "connrate", "seconds": 1 if opts.quick else 2}))
@@ -94,7 +123,7 @@ class Agent:
             self.p.wait()
 
 
-def start_servers(target, iperf_port, echo_port, log):
+def start_servers(target, iperf_port, echo_port, udp_port, opts, log):
     pre = list(target.server_prefix)
     servers = [
         subprocess.Popen(pre + ["iperf3", "-s", "-B", target.server_addr,
@@ -103,6 +132,10 @@ def start_servers(target, iperf_port, echo_port, log):
         subprocess.Popen(pre + [PY, os.path.join(HERE, "echo_server.py"),
                                 target.server_addr, str(echo_port)],
                          stdout=subprocess.DEVNULL, stderr=log)]
+    if opts.scenario != "tcp" and os.access(opts.udp_rr, os.X_OK):
+        servers.append(subprocess.Popen(
+            pre + [opts.udp_rr, "server", target.server_addr, str(udp_port)],
+            stdout=subprocess.DEVNULL, stderr=log))
     time.sleep(0.3)
     return servers
 
@@ -138,8 +171,9 @@ def reap_helper(pid, names):
 def run_session(target, mtu, opts, log):
     """Returns {"startup_s", "tests": {name: result}, "rss_kib", "pids"}."""
     iperf_port, echo_port = free_port(), free_port()
+    udp_port = free_port(socket.SOCK_DGRAM)
     target.setup(mtu)
-    servers = start_servers(target, iperf_port, echo_port, log)
+    servers = start_servers(target, iperf_port, echo_port, udp_port, opts, log)
     agent_argv = [PY, os.path.join(HERE, "agent.py"), target.dial,
                   str(echo_port), str(iperf_port), target.gateway]
     with open("/proc/loadavg") as f:  # other load on the machine skews runs
@@ -162,6 +196,12 @@ def run_session(target, mtu, opts, log):
             if name == "rr_idle" and "error" in rec["tests"].get("idle_open", {}):
                 rec["tests"][name] = {"error": "idle connections not opened"}
                 continue
+            if cmd["op"] == "udp_rr":
+                if not os.access(opts.udp_rr, os.X_OK):
+                    rec["tests"][name] = {"error": "no rknp-udp-rr at %s (build it)"
+                                          % opts.udp_rr}
+                    continue
+                cmd = dict(cmd, port=udp_port)
             before = stack_usage(pids)
             res = agent.ask(cmd, opts.duration + 60)
             after = stack_usage(pids)

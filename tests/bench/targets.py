@@ -14,16 +14,23 @@ PY = "/usr/bin/python3"
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
 GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2",
-           "plugin-fast-nopeekoff": "10.0.2.2",
+           "plugin-fast-nopeekoff": "10.0.2.2", "plugin-udp-slirp": "10.0.2.2",
            "slirp4netns": "10.0.2.2", "rknp-slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
 # The plugin's drivers: --plugin-tcp, and --plugin-tcp-peek where forced.
 # plugin-fast-nopeekoff is the fast path without SO_PEEK_OFF (the discard
 # peek mode of kernels before 6.9), measured on this kernel.
+# plugin-udp-slirp is the TCP fast path with UDP forced through libslirp
+# (--plugin-udp=slirp), the reference of the UDP fast path; UDP in the
+# other plugin drivers is the plugin's default.
 PLUGIN_FLAGS = {"plugin": ["--plugin-tcp=slirp"],
                 "plugin-fast": ["--plugin-tcp=fast"],
                 "plugin-fast-nopeekoff": ["--plugin-tcp=fast",
-                                          "--plugin-tcp-peek=discard"]}
+                                          "--plugin-tcp-peek=discard"],
+                "plugin-udp-slirp": ["--plugin-tcp=fast", "--plugin-udp=slirp"]}
+# Drivers whose flags an older rootlesskit may not have: tried once before
+# the run (probe_flags), and listed as unsupported if rootlesskit refuses.
+PROBED = ("plugin-udp-slirp",)
 # Stack helper processes by driver (None: the stack is in rootlesskit itself).
 HELPERS = {"slirp4netns": ("slirp4netns",),
            # comm is cut at 15 characters; exe is matched by basename too
@@ -171,12 +178,42 @@ def supported_nets(rootlesskit):
     return set()
 
 
+def probe_flags(rootlesskit, plugin_lib, name, user):
+    """None if rootlesskit starts the plugin with name's flags (running
+    `true` inside), else why not (the last line rootlesskit printed)."""
+    argv = ([rootlesskit, "--net=plugin", "--net-plugin=" + plugin_lib] +
+            PLUGIN_FLAGS[name] + ["--", "true"])
+    if user:
+        argv = ["runuser", "-u", user, "--"] + argv
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "%s: %s" % (type(e).__name__, e)
+    if p.returncode == 0:
+        return None
+    # The error line, not the usage text an unknown flag also prints.
+    lines = [ln.strip() for ln in (p.stderr + p.stdout).splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error" in ln.lower() or "incorrect" in ln.lower()]
+    why = (errs or lines or [""])[-1]
+    return "rootlesskit %s exits %d: %s" % (" ".join(PLUGIN_FLAGS[name]),
+                                           p.returncode, why)
+
+
 def make_targets(names, rootlesskit, plugin_lib, harness, log,
-                 stock_rootlesskit=None, s4n_binary=None):
-    """Builds the Target list; logs and skips what this machine cannot run."""
+                 stock_rootlesskit=None, s4n_binary=None, user=None,
+                 unsupported=None):
+    """Builds the Target list; logs and skips what this machine cannot run.
+    Drivers this rootlesskit refuses (PROBED) go to unsupported {name: why}."""
     nets = supported_nets(rootlesskit) if rootlesskit else set()
     out = []
     for n in names:
+        if n in PROBED and "plugin" in nets:
+            why = probe_flags(rootlesskit, plugin_lib, n, user)
+            if why:
+                log("skipping %s: unsupported: %s" % (n, why))
+                if unsupported is not None:
+                    unsupported[n] = why
+                continue
         if n == "rknp-slirp4netns":
             if stock_rootlesskit and s4n_binary:
                 out.append(StockRootlesskitCompat(stock_rootlesskit, s4n_binary))
