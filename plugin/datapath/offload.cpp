@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Guest -> stack frame preparation and the partial checksums of
-// stack -> guest TCP segments.
+// stack -> guest TCP segments and UDP datagrams.
 #include "datapath/offload.hpp"
 
 #include <cstring>
@@ -40,24 +40,32 @@ bool finish_checksum(TapFrame &f) {
     return complete_checksum(f.eth, f.hdr);
 }
 
-VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
-                         size_t l4_len, bool ipv6) {
+VnetHdr partial_l4_checksum(uint8_t *f, size_t l3_off, size_t l4_off,
+                            size_t hdr_len, size_t l4_len, bool ipv6,
+                            uint8_t proto) {
     const uint8_t *ip = f + l3_off;
     uint64_t pseudo;
     if (ipv6) {
-        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
+        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, proto};
         pseudo = csum_add(csum_add(0, ip + 8, 32), tail, 8);
     } else {
-        uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
+        uint8_t tail[4] = {0, proto, uint8_t(l4_len >> 8), uint8_t(l4_len)};
         pseudo = csum_add(csum_add(0, ip + 12, 8), tail, 4);
     }
-    put_be16(f + hdr_len - 20 + 16, csum_fold(pseudo));
+    const uint16_t field = proto == kProtoUdp ? 6 : 16;
+    put_be16(f + l4_off + field, csum_fold(pseudo));
     VnetHdr h{};
     h.flags = kVnetNeedsCsum;
     h.hdr_len = uint16_t(hdr_len);
-    h.csum_start = uint16_t(hdr_len - 20);
-    h.csum_offset = 16;
+    h.csum_start = uint16_t(l4_off);
+    h.csum_offset = field;
     return h;
+}
+
+VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
+                         size_t l4_len, bool ipv6) {
+    return partial_l4_checksum(f, l3_off, hdr_len - 20, hdr_len, l4_len, ipv6,
+                               kProtoTcp);
 }
 
 } // namespace rknp

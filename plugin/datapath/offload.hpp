@@ -62,5 +62,11 @@ bool finish_checksum(TapFrame &f);
 // segment flagged only with that).
 VnetHdr partial_checksum(uint8_t *f, size_t l3_off, size_t hdr_len,
                          size_t l4_len, bool ipv6);
+// The same for any header layout and protocol (kProtoTcp or kProtoUdp):
+// the L4 header at l4_off, all headers ending at hdr_len.
+inline constexpr uint8_t kProtoTcp = 6, kProtoUdp = 17;
+VnetHdr partial_l4_checksum(uint8_t *f, size_t l3_off, size_t l4_off,
+                            size_t hdr_len, size_t l4_len, bool ipv6,
+                            uint8_t proto);
 
 } // namespace rknp

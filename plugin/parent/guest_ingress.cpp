@@ -15,9 +15,9 @@ namespace rknp {
 
 GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
                            FlowLimits &limits, tcp::FastPath *fast_path,
-                           ToLibslirp to_libslirp)
+                           udp::FastPath *udp_fast_path, ToLibslirp to_libslirp)
     : net_(net), stats_(stats), limits_(limits), fast_path_(fast_path),
-      to_libslirp_(std::move(to_libslirp)) {
+      udp_fast_path_(udp_fast_path), to_libslirp_(std::move(to_libslirp)) {
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
 }
 
@@ -50,8 +50,9 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
         frame = o.datagram;
         frames = o.fragments;
     }
-    if (fast_path_ && vnet_hdr &&
-        fast_path_->guest_frame(frame) == Verdict::Consumed) {
+    if (vnet_hdr &&
+        ((fast_path_ && fast_path_->guest_frame(frame) == Verdict::Consumed) ||
+         (udp_fast_path_ && udp_fast_path_->guest_frame(frame) == Verdict::Consumed))) {
         Stats::add(stats_.frames_from_tap, frames);
         Stats::add(stats_.bytes_from_tap, frame.size());
         return Outcome::FastPath;

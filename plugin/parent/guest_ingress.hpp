@@ -4,8 +4,8 @@
 // split from its virtio-net header, filtered (guest_filter.hpp: only ARP,
 // IPv4 and IPv6 from the guest's own addresses, no router messages), IPv4
 // fragments are reassembled (libslirp must never see one), then the TCP
-// fast path gets the first look (its frames never need their checksum
-// finished); every other frame has its checksum completed and URG cleared
+// and UDP fast paths get the first look (their frames never need their
+// checksum finished); every other frame has its checksum completed and URG cleared
 // and, if FlowLimits admits the host socket it may cost, goes to libslirp.
 // The stack loop and the `frames` fuzz target both run this one chain, so
 // the fuzzer tests what ships. Stack thread only.
@@ -24,6 +24,7 @@
 #include "common/stats.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
+#include "datapath/udp/fastpath.hpp"
 #include "parent/flow_limits.hpp"
 
 namespace rknp {
@@ -40,16 +41,17 @@ public:
         Dropped,      // malformed: frames_dropped
         Filtered,     // not the guest's to send: frames_dropped and _filtered
         Reassembling, // an IPv4 fragment held (or given up) by the reassembler
-        FastPath,     // consumed by the TCP fast path: its frames() may be due
+        FastPath,     // consumed by a fast path (TCP: its frames() may be due)
         Refused,      // over the flow limits (FlowLimits counts it)
         Libslirp,     // given to libslirp
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
-    // fast_path: nullptr when the fast path is off. limits and fast_path
-    // must outlive this.
+    // fast_path, udp_fast_path: nullptr when off. limits and the fast
+    // paths must outlive this.
     GuestIngress(const Ipv4Cidr &net, Stats &stats, FlowLimits &limits,
-                 tcp::FastPath *fast_path, ToLibslirp to_libslirp);
+                 tcp::FastPath *fast_path, udp::FastPath *udp_fast_path,
+                 ToLibslirp to_libslirp);
 
     // One frame as read from the tap, changed in place (vnet_hdr: it starts
     // with a virtio-net header; only such a tap carries the fast path's
@@ -61,13 +63,17 @@ public:
     Admission admit_fast_flow(int64_t now_ms);
 
 private:
-    size_t fast_flows() const { return fast_path_ ? fast_path_->flows() : 0; }
+    size_t fast_flows() const {
+        return (fast_path_ ? fast_path_->flows() : 0) +
+               (udp_fast_path_ ? udp_fast_path_->flows() : 0);
+    }
 
     Ipv4Cidr net_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
     Stats &stats_;
     FlowLimits &limits_;
     tcp::FastPath *fast_path_;
+    udp::FastPath *udp_fast_path_;
     ToLibslirp to_libslirp_;
     Ipv4Reassembler reassembler_;
 };

@@ -24,11 +24,9 @@ constexpr int kTapBudget = 256;
 // A flooding guest must not flood the log too.
 constexpr int64_t kRefusalLogMs = 10000;
 
-// The fast path sees the virtual networks as libslirp has them, and
-// shares max_flows with libslirp (its table has room for all of them).
-tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
-    tcp::FastPathConfig f;
-    f.max_flows = cfg.max_flows;
+// The fast paths see the virtual networks as libslirp has them.
+VirtualNet virtual_net(const ParentConfig &cfg) {
+    VirtualNet f;
     f.net4 = cfg.cidr.network;
     f.mask4 = cfg.cidr.netmask();
     f.gateway4 = cfg.cidr.gateway();
@@ -41,6 +39,15 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     f.disable_host_loopback = cfg.disable_host_loopback;
     f.outbound_addr = cfg.outbound_addr;
     f.outbound_addr6 = cfg.outbound_addr6;
+    return f;
+}
+
+// The TCP fast path shares max_flows with libslirp (its table has room
+// for all of them).
+tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
+    tcp::FastPathConfig f;
+    static_cast<VirtualNet &>(f) = virtual_net(cfg);
+    f.max_flows = cfg.max_flows;
     f.mtu = cfg.mtu;
     switch (cfg.tcp_peek_mode) {
     case TcpPeekMode::automatic: f.peek_mode = tcp::PeekMode::Automatic; break;
@@ -59,9 +66,9 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
-      fast_(make_fast_path()),
+      fast_(make_fast_path()), udp_fast_(make_udp_fast_path()),
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
-      ingress_(cfg.cidr, stats, limits_, fast_.get(),
+      ingress_(cfg.cidr, stats, limits_, fast_.get(), udp_fast_.get(),
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {}
 
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
@@ -80,6 +87,18 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
                      tcp::peek_mode_name(fast->peek_mode()) + " (" +
                      fast->peek_mode_reason() + ")");
     return fast;
+}
+
+std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
+    if (!cfg_.udp_fast_path) return nullptr;
+    udp::FastPathConfig uc;
+    static_cast<VirtualNet &>(uc) = virtual_net(cfg_);
+    uc.max_flows = cfg_.max_flows;
+    uc.mtu = cfg_.mtu;
+    // Called for a guest datagram on a new 4-tuple, only once ingress_
+    // exists.
+    uc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
+    return std::make_unique<udp::FastPath>(std::move(uc), tap_);
 }
 
 void StackLoop::flush_fast_path() {
@@ -137,7 +156,8 @@ void StackLoop::forwards_to_slirp() {
 }
 
 void StackLoop::publish_stats() {
-    size_t fast_flows = fast_ ? fast_->flows() : 0;
+    const size_t udp_flows = udp_fast_ ? udp_fast_->flows() : 0;
+    const size_t fast_flows = (fast_ ? fast_->flows() : 0) + udp_flows;
     stats_.host_sockets.store(limits_.host_sockets(fast_flows),
                               std::memory_order_relaxed);
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
@@ -160,9 +180,14 @@ void StackLoop::publish_stats() {
             refusal_logged_ms_ = now;
         }
     }
+    if (udp_fast_) {
+        stats_.udp_fast_flows.store(udp_flows, std::memory_order_relaxed);
+        stats_.udp_fast_dropped.store(udp_fast_->stats().dropped_to_host,
+                                      std::memory_order_relaxed);
+    }
     if (!fast_) return;
     const tcp::FastPathStats &f = fast_->stats();
-    stats_.tcp_fast_flows.store(fast_flows, std::memory_order_relaxed);
+    stats_.tcp_fast_flows.store(fast_->flows(), std::memory_order_relaxed);
     stats_.tcp_fast_retransmits.store(f.retransmits + f.fast_retransmits,
                                       std::memory_order_relaxed);
 }
@@ -234,9 +259,17 @@ void StackLoop::detach_tap(const std::string &why) {
     // Fast-path flows would stay open (idle ones for ever) with nobody
     // behind them: reset their host sides now.
     if (fast_) fast_->tap_detached();
+    if (udp_fast_) udp_fast_->tap_detached();
 }
 
 void StackLoop::drain_tap() {
+    // Guest datagrams the UDP fast path queued go out once the reads stop.
+    struct FlushUdp {
+        udp::FastPath *udp;
+        ~FlushUdp() {
+            if (udp) udp->flush();
+        }
+    } flush_udp{udp_fast_.get()};
     for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
@@ -265,10 +298,15 @@ void StackLoop::run() {
         HandoverPolls handover_polls = poll_handover();
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
         int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
+        int udp_idx = udp_fast_ ? polls_.add(udp_fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
         slirp_.fill(timeout, monotonic_ms());
         if (fast_) {
             int64_t next = fast_->ms_until_next_timer(monotonic_ms());
+            if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
+        }
+        if (udp_fast_) {
+            int64_t next = udp_fast_->ms_until_next_timer(monotonic_ms());
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
         if (int64_t next = handover_.ms_until_deadline(monotonic_ms());
@@ -288,12 +326,14 @@ void StackLoop::run() {
             fast_->poll_events();
             flush_fast_path();
         }
+        if (udp_fast_ && polls_.revents(udp_idx) != 0) udp_fast_->poll_events();
         if (polls_.revents(tap_idx) != 0) drain_tap();
         slirp_.run_timers(monotonic_ms());
         if (fast_) {
             fast_->run_timers(monotonic_ms());
             flush_fast_path();
         }
+        if (udp_fast_) udp_fast_->run_timers(monotonic_ms());
         if (polls_.revents(wake_idx) & POLLIN) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);

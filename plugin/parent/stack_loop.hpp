@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's event loop: one poll over the wake-up eventfd, the
-// hand-over socket, the tap, the TCP fast path's epoll fd and libslirp's
-// host sockets; guest frames go through GuestIngress (filter, reassembly,
-// TCP fast path | libslirp), libslirp's replies -> coalescer -> tap, the
-// fast path's straight to the tap. Everything in here runs on the one stack thread; other threads only
+// hand-over socket, the tap, the TCP and UDP fast paths' epoll fds and
+// libslirp's host sockets; guest frames go through GuestIngress (filter,
+// reassembly, TCP | UDP fast path | libslirp), libslirp's replies ->
+// coalescer -> tap, the fast paths' straight to the tap. Everything in here runs on the one stack thread; other threads only
 // touch the atomic Stats, the TaskQueue and the wake-up eventfd.
 #pragma once
 
@@ -22,6 +22,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp/fastpath.hpp"
+#include "datapath/udp/fastpath.hpp"
 #include "handover/server.hpp"
 #include "parent/flow_limits.hpp"
 #include "parent/guest_ingress.hpp"
@@ -64,6 +65,8 @@ private:
     // Stats::tcp_peek_mode. Throws Error(RKNP_ERR_UNSUPPORTED) for
     // tcp_peek_mode offset on a kernel without SO_PEEK_OFF for TCP.
     std::unique_ptr<tcp::FastPath> make_fast_path();
+    // With cfg.udp_fast_path, else nullptr.
+    std::unique_ptr<udp::FastPath> make_udp_fast_path();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
@@ -89,6 +92,8 @@ private:
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<tcp::FastPath> fast_;
     std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
+    // Only with cfg.udp_fast_path; used once the tap has vnet headers.
+    std::unique_ptr<udp::FastPath> udp_fast_;
     SlirpAdapter slirp_; // points at the above
     GuestIngress ingress_; // last: destroyed first, points at all of them
 };

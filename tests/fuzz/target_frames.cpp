@@ -155,7 +155,7 @@ struct Stack {
                  uint64_t(now_ns / 1'000'000)),
           fast(make_fast_path(cfg)),
           ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
-                  fast.get(), [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
+                  fast.get(), nullptr, [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
             .clock_get_ns = clock_get_ns, .timer_new = timer_new,

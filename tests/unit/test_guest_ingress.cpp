@@ -50,7 +50,7 @@ struct Rig {
         : limits(max_flows, rate, stats, uint64_t(now)),
           fast(fast_path ? make_fast_path() : nullptr),
           ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                  fast.get(), [this](std::span<const uint8_t> f) {
+                  fast.get(), nullptr, [this](std::span<const uint8_t> f) {
                       to_libslirp.emplace_back(f.begin(), f.end());
                   }) {}
 

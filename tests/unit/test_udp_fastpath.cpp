@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The UDP fast path against real host sockets on loopback: datagrams both
+// ways with the headers and checksums the guest checks, segmented sends,
+// fragments over the MTU, ICMP errors, idle expiry, admission, and what
+// stays libslirp's.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "udp_rig.hpp"
+
+using namespace rknp;
+using namespace rknp::udptest;
+
+namespace {
+
+struct Addrs {
+    bool v6;
+    uint8_t guest[16]{}, gateway[16]{};
+    size_t alen;
+    explicit Addrs(bool v6_) : v6(v6_), alen(v6_ ? 16 : 4) {
+        if (v6) {
+            addr6(guest, "fd00::100");
+            addr6(gateway, "fd00::2");
+        } else {
+            std::memcpy(guest, kGuest4, 4);
+            std::memcpy(gateway, kGateway4, 4);
+        }
+    }
+    Bytes to_gateway(uint16_t sport, uint16_t dport, std::span<const uint8_t> p) const {
+        return guest_datagram(v6, guest, gateway, sport, dport, p);
+    }
+};
+
+// The IP header and payload of a guest-bound frame.
+struct Ip {
+    const uint8_t *hdr;
+    std::span<const uint8_t> payload;
+    uint8_t proto;
+};
+Ip ip_of(const Bytes &f, bool v6) {
+    const uint8_t *ip = f.data() + 14;
+    if (v6) return {ip, {ip + 40, be16(ip + 4)}, ip[6]};
+    size_t ihl = size_t(ip[0] & 15) * 4;
+    return {ip, {ip + ihl, be16(ip + 2) - ihl}, ip[9]};
+}
+
+// Reassembles the fragments of one datagram the guest got (IPv4 or IPv6
+// with a fragment header): the whole UDP datagram, or empty on a gap.
+Bytes reassemble(const std::vector<Out> &frames, bool v6) {
+    std::map<size_t, Bytes> parts;
+    size_t total = 0;
+    for (const Out &o : frames) {
+        const uint8_t *ip = o.frame.data() + 14;
+        size_t off, hdr;
+        bool more;
+        if (!v6) {
+            hdr = size_t(ip[0] & 15) * 4;
+            uint16_t fo = be16(ip + 6);
+            off = size_t(fo & 0x1fff) * 8;
+            more = (fo & 0x2000) != 0;
+            Bytes data(ip + hdr, ip + be16(ip + 2));
+            if (!more) total = off + data.size();
+            parts[off] = data;
+        } else {
+            REQUIRE(ip[6] == 44);
+            const uint8_t *fh = ip + 40;
+            off = be16(fh + 2) & ~7u;
+            more = (be16(fh + 2) & 1) != 0;
+            Bytes data(fh + 8, ip + 40 + be16(ip + 4));
+            if (!more) total = off + data.size();
+            parts[off] = data;
+        }
+    }
+    Bytes whole;
+    for (auto &[off, data] : parts) {
+        if (off != whole.size()) return {};
+        whole.insert(whole.end(), data.begin(), data.end());
+    }
+    return whole.size() == total ? whole : Bytes{};
+}
+
+} // namespace
+
+TEST_CASE("udp_fastpath: a guest datagram reaches a loopback server and the answer comes back") {
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Rig rig;
+        Addrs a(v6);
+        HostSocket srv(v6);
+        const Bytes ask = pattern(300, 1), answer = pattern(500, 2);
+        CHECK(rig.path.guest_frame(a.to_gateway(40000, srv.port, ask)) == Verdict::Consumed);
+        CHECK(rig.path.flows() == 1);
+        rig.path.flush();
+        sockaddr_storage from{};
+        std::optional<Bytes> got = srv.recv(&from);
+        REQUIRE(got);
+        CHECK(*got == ask);
+        srv.reply(from, answer);
+        REQUIRE(rig.poll_host());
+        REQUIRE(rig.guest.out.size() == 1);
+        const Out &o = rig.guest.out[0];
+        CHECK((o.vnet.flags & kVnetNeedsCsum) != 0);
+        const Bytes f = completed(o);
+        CHECK(std::equal(kGuestMac, kGuestMac + 6, f.begin()));
+        Ip ip = ip_of(f, v6);
+        CHECK(ip.proto == 17);
+        if (v6) {
+            CHECK(std::memcmp(ip.hdr + 8, a.gateway, 16) == 0);
+            CHECK(std::memcmp(ip.hdr + 24, a.guest, 16) == 0);
+        } else {
+            CHECK(std::memcmp(ip.hdr + 12, a.gateway, 4) == 0);
+            CHECK(std::memcmp(ip.hdr + 16, a.guest, 4) == 0);
+            CHECK(csum_fold(csum_add(0, ip.hdr, 20)) == 0xffff);
+        }
+        REQUIRE(ip.payload.size() == 8 + answer.size());
+        CHECK(be16(ip.payload.data()) == srv.port);
+        CHECK(be16(ip.payload.data() + 2) == 40000);
+        CHECK(be16(ip.payload.data() + 4) == 8 + answer.size());
+        CHECK(l4_checksum_ok(v6, ip.hdr, ip.payload, 17));
+        CHECK(Bytes(ip.payload.begin() + 8, ip.payload.end()) == answer);
+        CHECK(rig.path.stats().datagrams_to_host == 1);
+        CHECK(rig.path.stats().datagrams_to_guest == 1);
+    }
+}
+
+TEST_CASE("udp_fastpath: runs of equal datagrams go out segmented, in the guest's order") {
+    for (bool segmentation : {true, false}) {
+        CAPTURE(segmentation);
+        Rig rig(65520, segmentation);
+        Addrs a(false);
+        HostSocket srv(false);
+        std::vector<Bytes> sent;
+        for (int i = 0; i < 20; ++i) sent.push_back(pattern(1000, uint8_t(i)));
+        sent.push_back(pattern(300, 50)); // ends the run
+        sent.push_back(pattern(1200, 51));
+        sent.push_back(pattern(1200, 52));
+        sent.push_back({}); // an empty datagram is one too
+        sent.push_back(pattern(1200, 53));
+        for (const Bytes &p : sent)
+            REQUIRE(rig.path.guest_frame(a.to_gateway(40001, srv.port, p)) == Verdict::Consumed);
+        rig.path.flush();
+        for (size_t i = 0; i < sent.size(); ++i) {
+            CAPTURE(i);
+            std::optional<Bytes> got = srv.recv();
+            REQUIRE(got);
+            CHECK(*got == sent[i]);
+        }
+        CHECK(rig.path.stats().datagrams_to_host == sent.size());
+        CHECK(rig.path.stats().dropped_to_host == 0);
+        if (segmentation)
+            CHECK(rig.path.stats().segmented_sends >= 2);
+        else
+            CHECK(rig.path.stats().segmented_sends == 0);
+    }
+}
+
+TEST_CASE("udp_fastpath: coalesced host reads reach the guest as separate datagrams") {
+    Rig rig;
+    Addrs a(false);
+    HostSocket srv(false);
+    REQUIRE(rig.path.guest_frame(a.to_gateway(40002, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    rig.path.flush();
+    sockaddr_storage from{};
+    REQUIRE(srv.recv(&from));
+    // Enough back-to-back datagrams that UDP_GRO may merge some.
+    std::vector<Bytes> answers;
+    for (int i = 0; i < 40; ++i) answers.push_back(pattern(1400, uint8_t(i)));
+    for (const Bytes &b : answers) srv.reply(from, b);
+    size_t polls = 0;
+    while (rig.guest.out.size() < answers.size() && polls++ < 50) rig.poll_host(200);
+    REQUIRE(rig.guest.out.size() == answers.size());
+    for (size_t i = 0; i < answers.size(); ++i) {
+        CAPTURE(i);
+        const Bytes f = completed(rig.guest.out[i]);
+        Ip ip = ip_of(f, false);
+        CHECK(l4_checksum_ok(false, ip.hdr, ip.payload, 17));
+        CHECK(Bytes(ip.payload.begin() + 8, ip.payload.end()) == answers[i]);
+    }
+}
+
+TEST_CASE("udp_fastpath: host datagrams over the guest's MTU arrive as fragments") {
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Rig rig(1500);
+        Addrs a(v6);
+        HostSocket srv(v6);
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40003, srv.port, pattern(100, 1))) ==
+                Verdict::Consumed);
+        rig.path.flush();
+        sockaddr_storage from{};
+        REQUIRE(srv.recv(&from));
+        const Bytes answer = pattern(4000, 9);
+        srv.reply(from, answer);
+        REQUIRE(rig.poll_host());
+        REQUIRE(rig.guest.out.size() == 3);
+        for (const Out &o : rig.guest.out) {
+            CHECK(o.frame.size() <= 14 + 1500);
+            CHECK(o.vnet.flags == 0); // checksum complete: fragments cannot be partial
+            CHECK(o.vnet.gso_type == 0);
+        }
+        const Bytes udp = reassemble(rig.guest.out, v6);
+        REQUIRE(udp.size() == 8 + answer.size());
+        CHECK(be16(udp.data() + 4) == udp.size());
+        CHECK(l4_checksum_ok(v6, rig.guest.out[0].frame.data() + 14, udp, 17));
+        CHECK(Bytes(udp.begin() + 8, udp.end()) == answer);
+        CHECK(rig.path.stats().fragmented == 1);
+    }
+}
+
+TEST_CASE("udp_fastpath: a closed port answers the guest with ICMP port unreachable") {
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Rig rig;
+        Addrs a(v6);
+        uint16_t closed;
+        {
+            HostSocket gone(v6);
+            closed = gone.port;
+        }
+        const Bytes ask = pattern(200, 3);
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40004, closed, ask)) == Verdict::Consumed);
+        rig.path.flush();
+        REQUIRE(rig.poll_host());
+        REQUIRE(rig.guest.out.size() == 1);
+        const Bytes &f = rig.guest.out[0].frame;
+        Ip ip = ip_of(f, v6);
+        CHECK(ip.proto == (v6 ? 58 : 1));
+        REQUIRE(ip.payload.size() >= 8 + (v6 ? 40u : 20u) + 8);
+        CHECK(ip.payload[0] == (v6 ? 1 : 3)); // destination unreachable
+        CHECK(ip.payload[1] == (v6 ? 4 : 3)); // port unreachable
+        CHECK(l4_checksum_ok(v6, ip.hdr, ip.payload, v6 ? 58 : 1));
+        if (!v6) CHECK(csum_fold(csum_add(0, ip.payload.data(), ip.payload.size())) == 0xffff);
+        // The quote is the guest's own datagram: the guest matches it to
+        // its socket by these addresses and ports.
+        const uint8_t *inner = ip.payload.data() + 8;
+        const size_t inner_len = v6 ? 40 : 20;
+        if (v6) {
+            CHECK(std::memcmp(inner + 8, a.guest, 16) == 0);
+            CHECK(std::memcmp(inner + 24, a.gateway, 16) == 0);
+        } else {
+            CHECK(std::memcmp(inner + 12, a.guest, 4) == 0);
+            CHECK(std::memcmp(inner + 16, a.gateway, 4) == 0);
+        }
+        CHECK(be16(inner + inner_len) == 40004);
+        CHECK(be16(inner + inner_len + 2) == closed);
+        CHECK(rig.path.stats().icmp_to_guest == 1);
+        CHECK(rig.path.flows() == 1); // the flow lives on, as a socket does
+    }
+}
+
+TEST_CASE("udp_fastpath: idle flows close after 30 s, answered ones after 180 s") {
+    Rig rig;
+    Addrs a(false);
+    HostSocket srv(false);
+    REQUIRE(rig.path.guest_frame(a.to_gateway(40005, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    rig.path.flush();
+    CHECK(srv.recv());
+    CHECK(rig.path.ms_until_next_timer(rig.now) == 30000);
+    rig.now += 29999;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 1);
+    rig.now += 1;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.stats().flows_expired == 1);
+    CHECK(rig.path.ms_until_next_timer(rig.now) == -1);
+
+    REQUIRE(rig.path.guest_frame(a.to_gateway(40005, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    rig.path.flush();
+    sockaddr_storage from{};
+    REQUIRE(srv.recv(&from));
+    rig.now += 10000;
+    srv.reply(from, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    const int64_t answered_at = rig.now;
+    rig.now = answered_at + 179999;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 1);
+    rig.now = answered_at + 180000;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 0);
+}
+
+TEST_CASE("udp_fastpath: DNS, DHCP, the virtual network and multicast stay libslirp's") {
+    Rig rig;
+    const uint8_t dns[4] = {10, 0, 2, 3}, other[4] = {10, 0, 2, 77},
+                  bcast[4] = {255, 255, 255, 255}, mcast[4] = {224, 0, 0, 251};
+    const Bytes p = pattern(20, 1);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, dns, 40006, 53, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, kGateway4, 68, 67, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, bcast, 68, 67, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, other, 40006, 9, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, mcast, 5353, 5353, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(false, kGuest4, kGateway4, 0, 9, p)) == Verdict::NotMine);
+    uint8_t g6[16], dns6[16], ll[16];
+    addr6(g6, "fd00::100");
+    addr6(dns6, "fd00::3");
+    addr6(ll, "fe80::1");
+    CHECK(rig.path.guest_frame(guest_datagram(true, g6, dns6, 40006, 53, p)) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(guest_datagram(true, g6, ll, 40006, 53, p)) == Verdict::NotMine);
+    CHECK(rig.path.flows() == 0);
+}
+
+TEST_CASE("udp_fastpath: a refused new flow costs no socket and is counted") {
+    Admission answer = Admission::Reset;
+    Rig rig(65520, true, [&] { return answer; });
+    Addrs a(false);
+    HostSocket srv(false);
+    CHECK(rig.path.guest_frame(a.to_gateway(40007, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    answer = Admission::Drop;
+    CHECK(rig.path.guest_frame(a.to_gateway(40008, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.stats().flows_refused == 2);
+    answer = Admission::Accept;
+    CHECK(rig.path.guest_frame(a.to_gateway(40009, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    CHECK(rig.path.flows() == 1);
+}
+
+TEST_CASE("udp_fastpath: malformed datagrams are dropped and counted") {
+    Rig rig;
+    Addrs a(false);
+    Bytes f = a.to_gateway(40010, 9, pattern(20, 1));
+    put_be16(f.data() + 14 + 20 + 4, 200); // UDP length past the datagram
+    CHECK(rig.path.guest_frame(f) == Verdict::Consumed);
+    Bytes g = a.to_gateway(40010, 9, pattern(20, 1));
+    put_be16(g.data() + 14 + 20 + 4, 7); // shorter than its header
+    CHECK(rig.path.guest_frame(g) == Verdict::Consumed);
+    Addrs b(true);
+    Bytes h = b.to_gateway(40010, 9, pattern(20, 1));
+    put_be16(h.data() + 14 + 40 + 6, 0); // IPv6 forbids "no checksum"
+    CHECK(rig.path.guest_frame(h) == Verdict::Consumed);
+    Bytes cut = a.to_gateway(40010, 9, pattern(20, 1));
+    cut.resize(cut.size() - 5); // IP total length past the frame
+    CHECK(rig.path.guest_frame(cut) == Verdict::Consumed);
+    CHECK(rig.path.stats().malformed == 4);
+    CHECK(rig.path.flows() == 0);
+    // IPv4 allows it: a zero checksum means none.
+    HostSocket srv(false);
+    Bytes z = a.to_gateway(40011, srv.port, pattern(20, 1));
+    put_be16(z.data() + 14 + 20 + 6, 0);
+    CHECK(rig.path.guest_frame(z) == Verdict::Consumed);
+    rig.path.flush();
+    CHECK(srv.recv());
+}
+
+TEST_CASE("udp_fastpath: every flow ends when the tap goes away") {
+    Rig rig;
+    Addrs a(false);
+    HostSocket srv(false);
+    for (uint16_t port = 41000; port < 41010; ++port)
+        REQUIRE(rig.path.guest_frame(a.to_gateway(port, srv.port, pattern(10, 1))) ==
+                Verdict::Consumed);
+    CHECK(rig.path.flows() == 10);
+    rig.path.tap_detached();
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.ms_until_next_timer(rig.now) == -1);
+    // The queued datagram still went out.
+    CHECK(srv.recv());
+}
