@@ -103,9 +103,9 @@ FlowLimits::FlowLimits(uint32_t max_flows, uint32_t max_new_per_sec,
       sockets_(size_t(max_flows_) + kGuestSocketSlack) {}
 
 FlowLimits::Admit FlowLimits::admit(size_t fast_flows, uint64_t now_ms,
-                                     bool lingering) {
+                                     bool lingering, size_t fast_lingering) {
     if (host_sockets(fast_flows) >= max_flows_ ||
-        (lingering && sockets_.lingering() >= max_lingering_)) {
+        (lingering && sockets_.lingering() + fast_lingering >= max_lingering_)) {
         Stats::add(stats_.flows_refused, 1);
         return Admit::Full;
     }
@@ -118,12 +118,12 @@ FlowLimits::Admit FlowLimits::admit(size_t fast_flows, uint64_t now_ms,
 
 bool FlowLimits::begin_slirp_input(std::span<const uint8_t> frame,
                                    const Ipv4Cidr &net, size_t fast_flows,
-                                   uint64_t now_ms) {
+                                   uint64_t now_ms, size_t fast_lingering) {
     NewFlow nf = classify_new_flow(frame, net);
     // Sockets registered during any slirp_input are the guest's, candidate
     // or not: they are counted either way.
     if (nf.candidate && !sockets_.contains(nf.key) &&
-        admit(fast_flows, now_ms, nf.key.proto != IPPROTO_TCP) != Admit::Ok)
+        admit(fast_flows, now_ms, nf.key.proto != IPPROTO_TCP, fast_lingering) != Admit::Ok)
         return false;
     sockets_.begin_input(nf.key);
     return true;

@@ -10,11 +10,12 @@
 //   - the host sockets held for guest flows (libslirp's, tracked exactly by
 //     GuestSockets from its register/unregister callbacks, plus the fast
 //     path's flows) must be below max_flows, else flows_refused;
-//   - UDP and ICMP sockets (and any libslirp made for a frame not seen as
-//     a new flow) must be below half of max_flows, else flows_refused:
-//     the guest can end its TCP connections but not these, which only
-//     libslirp's idle timer closes (240 s), so a burst of UDP sources
-//     (a scan, a flood) must leave room for TCP for those four minutes;
+//   - UDP and ICMP sockets (libslirp's, any libslirp made for a frame not
+//     seen as a new flow, and the UDP fast path's flows) must be below
+//     half of max_flows, else flows_refused: the guest can end its TCP
+//     connections but not these, which only idle timers close (libslirp's
+//     240 s, the UDP fast path's 30 s or 180 s), so a burst of UDP sources
+//     (a scan, a flood) must leave room for TCP for those minutes;
 //   - a token must be left in the bucket of max_new_flows_per_sec, else
 //     flows_rate_limited.
 // Refused frames never reach libslirp. What the guest sees: the libslirp
@@ -77,9 +78,10 @@ public:
     const GuestSockets &sockets() const { return sockets_; }
 
     // One new guest flow (lingering: UDP/ICMP), with fast_flows fast-path
-    // flows open: checks the caps, then takes a token; counts refusals in
-    // stats.
-    Admit admit(size_t fast_flows, uint64_t now_ms, bool lingering = false);
+    // flows open, fast_lingering of them UDP: checks the caps, then takes
+    // a token; counts refusals in stats.
+    Admit admit(size_t fast_flows, uint64_t now_ms, bool lingering = false,
+                size_t fast_lingering = 0);
     // The most UDP/ICMP sockets: half of max_flows (at least 1).
     size_t max_lingering() const { return max_lingering_; }
 
@@ -87,7 +89,7 @@ public:
     // may, call end_slirp_input() after slirp_input returns.
     bool begin_slirp_input(std::span<const uint8_t> eth_frame,
                            const Ipv4Cidr &net, size_t fast_flows,
-                           uint64_t now_ms);
+                           uint64_t now_ms, size_t fast_lingering = 0);
     void end_slirp_input() { sockets_.end_input(); }
 
     // Sockets held for guest flows: libslirp's plus the fast path's.

@@ -66,15 +66,15 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
     Stats::add(stats_.bytes_from_tap, frame.size());
     // A frame that would cost libslirp a host socket beyond the limits
     // never reaches it (counted by FlowLimits, not as a dropped frame).
-    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms)))
+    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms), udp_flows()))
         return Outcome::Refused;
     to_libslirp_(frame);
     limits_.end_slirp_input();
     return Outcome::Libslirp;
 }
 
-Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
-    switch (limits_.admit(fast_flows(), uint64_t(now_ms))) {
+Admission GuestIngress::admission(FlowLimits::Admit a) {
+    switch (a) {
     case FlowLimits::Admit::Ok:
         return Admission::Accept;
     case FlowLimits::Admit::Full:
@@ -83,6 +83,14 @@ Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
         break;
     }
     return Admission::Drop;
+}
+
+Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
+    return admission(limits_.admit(fast_flows(), uint64_t(now_ms)));
+}
+
+Admission GuestIngress::admit_udp_flow(int64_t now_ms) {
+    return admission(limits_.admit(fast_flows(), uint64_t(now_ms), true, udp_flows()));
 }
 
 } // namespace rknp

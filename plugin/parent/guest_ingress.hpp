@@ -58,15 +58,16 @@ public:
     // frames). now_ms: the monotonic clock, for reassembly and admission.
     Outcome input(std::span<uint8_t> raw, bool vnet_hdr, int64_t now_ms);
 
-    // The fast path's admission of a new flow (FastPathConfig::admit_flow):
-    // the limits it shares with libslirp.
+    // The fast paths' admission of a new flow (admit_flow in their
+    // configs): the limits they share with libslirp. UDP flows also count
+    // against the cap of lingering (UDP/ICMP) sockets.
     Admission admit_fast_flow(int64_t now_ms);
+    Admission admit_udp_flow(int64_t now_ms);
 
 private:
-    size_t fast_flows() const {
-        return (fast_path_ ? fast_path_->flows() : 0) +
-               (udp_fast_path_ ? udp_fast_path_->flows() : 0);
-    }
+    size_t udp_flows() const { return udp_fast_path_ ? udp_fast_path_->flows() : 0; }
+    size_t fast_flows() const { return (fast_path_ ? fast_path_->flows() : 0) + udp_flows(); }
+    static Admission admission(FlowLimits::Admit a);
 
     Ipv4Cidr net_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)

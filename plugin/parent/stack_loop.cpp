@@ -97,7 +97,7 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     uc.mtu = cfg_.mtu;
     // Called for a guest datagram on a new 4-tuple, only once ingress_
     // exists.
-    uc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
+    uc.admit_flow = [this] { return ingress_.admit_udp_flow(monotonic_ms()); };
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
 }
 
@@ -115,6 +115,7 @@ void StackLoop::flush_fast_path() {
 bool StackLoop::add_forward(const ForwardSpec &f) {
     if (f.udp || !fast_ || (tap_.attached() && !tap_.vnet_hdr())) {
         slirp_.add_forward(f);
+        if (f.udp && udp_fast_) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
         return false;
     }
     sockaddr_storage ss;
@@ -136,6 +137,7 @@ void StackLoop::remove_forward(const ForwardSpec &f) {
         return;
     }
     slirp_.remove_forward(f);
+    if (f.udp && udp_fast_) udp_fast_->release_to_fast_path(f.guest, f.guest_port);
 }
 
 void StackLoop::forwards_to_slirp() {

@@ -300,7 +300,8 @@ check "datagrams with forged source addresses are dropped and counted" spoof_cas
 # half (4), so of 10 sources 4 reach the host and 6 are refused; then 4 TCP
 # connections fill the cap and the 5th connect fails (dropped SYN on the
 # libslirp path: a timeout; RST on the fast path). rknp_stats counts the
-# refusals and the host sockets still held (the UDP ones live 240 s).
+# refusals and the host sockets still held (the UDP fast path's flows live
+# 30 s unanswered, libslirp's UDP sockets 240 s).
 max_flows_case() {
     : >"$SCRATCH/sink.log"
     run --max-flows 8 --stats -- sh -c "

@@ -360,3 +360,18 @@ TEST_CASE("udp_fastpath: every flow ends when the tap goes away") {
     // The queued datagram still went out.
     CHECK(srv.recv());
 }
+
+TEST_CASE("udp_fastpath: the guest end of a forward libslirp carries stays libslirp's") {
+    Rig rig;
+    Addrs a(false);
+    HostSocket srv(false);
+    const uint32_t guest4 = 0x0a000264; // 10.0.2.100
+    rig.path.keep_for_libslirp(guest4, 5353);
+    rig.path.keep_for_libslirp(guest4, 5353); // a second forward to the same end
+    CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::NotMine);
+    rig.path.release_to_fast_path(guest4, 5353);
+    CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(a.to_gateway(5354, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    rig.path.release_to_fast_path(guest4, 5353);
+    CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::Consumed);
+}

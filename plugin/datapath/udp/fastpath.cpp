@@ -63,6 +63,10 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     // DHCP is libslirp's wherever it is addressed; port 0 is not a flow.
     if (d.dport == kDhcpServerPort || d.sport == 0 || d.dport == 0)
         return Verdict::NotMine;
+    if (!d.v6 && !slirp_ends_.empty() &&
+        std::find(slirp_ends_.begin(), slirp_ends_.end(), GuestEnd{ipv4_of(d.src), d.sport}) !=
+            slirp_ends_.end())
+        return Verdict::NotMine;
     const Route r = classify(cfg_, d.v6, d.src, d.dst);
     if (r == Route::NotMine || r == Route::Refuse) return Verdict::NotMine;
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
@@ -323,6 +327,15 @@ void FastPath::tap_detached() {
     flush();
     for (uint32_t i = 0; i < table_.slots(); ++i)
         if (!table_[i].closed()) close_flow(i);
+}
+
+void FastPath::keep_for_libslirp(uint32_t guest4, uint16_t guest_port) {
+    slirp_ends_.push_back({guest4, guest_port});
+}
+
+void FastPath::release_to_fast_path(uint32_t guest4, uint16_t guest_port) {
+    auto it = std::find(slirp_ends_.begin(), slirp_ends_.end(), GuestEnd{guest4, guest_port});
+    if (it != slirp_ends_.end()) slirp_ends_.erase(it);
 }
 
 } // namespace rknp::udp

@@ -92,6 +92,12 @@ public:
     // The tap went away: every flow ends.
     void tap_detached();
 
+    // The guest end (IPv4, host byte order) of a UDP forward libslirp
+    // carries: datagrams from it stay libslirp's, whose forwarding socket
+    // must carry the replies. Counted: two forwards may share one end.
+    void keep_for_libslirp(uint32_t guest4, uint16_t guest_port);
+    void release_to_fast_path(uint32_t guest4, uint16_t guest_port);
+
     size_t flows() const { return table_.open_flows(); }
     const FastPathStats &stats() const { return stats_; }
 
@@ -146,6 +152,12 @@ private:
     std::array<uint8_t, kMaxHeaders> hdr_{};
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};
     uint32_t ip_id_ = 0;
+    struct GuestEnd {
+        uint32_t addr4;
+        uint16_t port;
+        bool operator==(const GuestEnd &) const = default;
+    };
+    std::vector<GuestEnd> slirp_ends_; // keep_for_libslirp, one per forward
 };
 
 } // namespace rknp::udp
