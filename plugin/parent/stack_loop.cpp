@@ -102,6 +102,7 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
 }
 
 void StackLoop::flush_fast_path() {
+    if (!fast_) return; // a UDP fast path alone writes its own frames
     tcp::GuestFrames &out = fast_->frames();
     // Only a forward's SYN can be produced without a guest frame; a tap
     // without vnet headers must not get it (forwards_to_slirp covers that).

@@ -11,6 +11,7 @@
  *   --mtu N  --cidr CIDR  --ifname NAME  --mac MAC  --ipv6  --ipv6-address A
  *   --disable-host-loopback  --disable-dns  --disable-offload  --outbound-addr A
  *   --outbound-addr6 A  --tcp-fast (RKNP_TCP_PATH_FAST)  --tcp-slirp (_SLIRP)
+ *   --udp-fast (RKNP_UDP_PATH_FAST)  --udp-slirp (_SLIRP)
  *   --disable-sandbox
  *   --forward PROTO,HOST,HOSTPORT,GUESTPORT   e.g. tcp,127.0.0.1,8080,80
  *   --detach-netns PATH   child stays here; the tap is made in PATH
@@ -66,6 +67,8 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--disable-offload") == 0) { cfg.disable_offload = 1; continue; }
         if (strcmp(a, "--tcp-fast") == 0) { cfg.tcp_path = RKNP_TCP_PATH_FAST; continue; }
         if (strcmp(a, "--tcp-slirp") == 0) { cfg.tcp_path = RKNP_TCP_PATH_SLIRP; continue; }
+        if (strcmp(a, "--udp-fast") == 0) { cfg.udp_path = RKNP_UDP_PATH_FAST; continue; }
+        if (strcmp(a, "--udp-slirp") == 0) { cfg.udp_path = RKNP_UDP_PATH_SLIRP; continue; }
         if (strcmp(a, "--disable-sandbox") == 0) { cfg.disable_sandbox = 1; continue; }
         if (v == NULL) { fprintf(stderr, "rknp-harness: %s needs a value\n", a); return 2; }
         i++;
@@ -142,7 +145,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "stats: attached=%u from_tap=%llu to_tap=%llu dropped=%llu "
                             "refused=%llu merged=%llu superseded=%llu "
                             "flows_refused=%llu flows_rate_limited=%llu "
-                            "host_sockets=%llu tcp_fast_flows=%llu sandbox=%u\n",
+                            "host_sockets=%llu tcp_fast_flows=%llu "
+                            "udp_fast_flows=%llu udp_fast_dropped=%llu sandbox=%u\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
@@ -152,7 +156,9 @@ int main(int argc, char **argv) {
                     (unsigned long long)s.flows_refused,
                     (unsigned long long)s.flows_rate_limited,
                     (unsigned long long)s.host_sockets,
-                    (unsigned long long)s.tcp_fast_flows, s.sandbox);
+                    (unsigned long long)s.tcp_fast_flows,
+                    (unsigned long long)s.udp_fast_flows,
+                    (unsigned long long)s.udp_fast_dropped, s.sandbox);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);
