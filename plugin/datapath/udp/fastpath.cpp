@@ -246,13 +246,14 @@ void FastPath::receive(uint32_t idx) {
                 if (g > 0) seg = size_t(g);
             }
         }
+        if (len == 0) { // an empty datagram is one too
+            to_guest(f, {});
+            continue;
+        }
         // A coalesced read holds datagrams of seg bytes, the last perhaps
         // shorter; each goes to the guest on its own.
-        for (size_t off = 0; off < len || (len == 0 && off == 0); off += seg) {
-            const size_t k = std::min(seg, len - off);
-            to_guest(f, {data + off, k});
-            if (len == 0) break;
-        }
+        for (size_t off = 0; off < len; off += seg)
+            to_guest(f, {data + off, std::min(seg, len - off)});
     }
 }
 
@@ -275,7 +276,10 @@ void FastPath::drain_errors(uint32_t idx) {
     Flow &f = table_[idx];
     // Bounded: a peer cannot keep the loop here.
     for (int k = 0; k < 16; ++k) {
-        uint8_t quote[kIcmpQuote];
+        // The datagram the error answers, as far as the ICMP message quoted
+        // it: its length goes into the quoted headers, kIcmpQuote bytes
+        // into the quote.
+        uint8_t quote[1500];
         iovec iov{quote, sizeof quote};
         alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(sock_extended_err) + sizeof(sockaddr_in6))];
         msghdr m{};
