@@ -61,6 +61,18 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
         return Outcome::Dropped;
     }
     strip_urgent(frame); // also in reassembled datagrams
+    if (echo_) {
+        icmp::Verdict v = echo_->guest_frame(frame);
+        if (v == icmp::Verdict::Malformed) {
+            Stats::add(stats_.frames_dropped, 1);
+            return Outcome::Dropped;
+        }
+        if (v == icmp::Verdict::Consumed) {
+            Stats::add(stats_.frames_from_tap, frames);
+            Stats::add(stats_.bytes_from_tap, frame.size());
+            return Outcome::Echo;
+        }
+    }
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
     // A frame that would cost libslirp a host socket beyond the limits

@@ -5,8 +5,9 @@
 // IPv4 and IPv6 from the guest's own addresses, no router messages), IPv4
 // fragments are reassembled (libslirp must never see one), then the TCP
 // fast path gets the first look (its frames never need their checksum
-// finished); every other frame has its checksum completed and URG cleared
-// and, if FlowLimits admits the host socket it may cost, goes to libslirp.
+// finished); every other frame has its checksum completed and URG cleared,
+// echo requests go to the ICMP echo path when it is on, and the rest,
+// if FlowLimits admits the host socket it may cost, goes to libslirp.
 // The stack loop and the `frames` fuzz target both run this one chain, so
 // the fuzzer tests what ships. Stack thread only.
 //
@@ -22,6 +23,7 @@
 
 #include "common/addr.hpp"
 #include "common/stats.hpp"
+#include "datapath/icmp/echo_path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "parent/flow_limits.hpp"
@@ -43,6 +45,7 @@ public:
         FastPath,     // consumed by the TCP fast path: its frames() may be due
         Refused,      // over the flow limits (FlowLimits counts it)
         Libslirp,     // given to libslirp
+        Echo,         // consumed by the ICMP echo path
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
@@ -60,8 +63,17 @@ public:
     // the limits it shares with libslirp.
     tcp::Admission admit_fast_flow(int64_t now_ms);
 
+    // The ICMP echo path (nullptr: off), offered echo requests after the
+    // TCP fast path and before libslirp; its entries count as flows.
+    void set_echo_path(icmp::EchoPath *echo) { echo_ = echo; }
+    bool admit_echo(int64_t now_ms) {
+        return limits_.admit(fast_flows(), uint64_t(now_ms), true) == FlowLimits::Admit::Ok;
+    }
+
 private:
-    size_t fast_flows() const { return fast_path_ ? fast_path_->flows() : 0; }
+    size_t fast_flows() const {
+        return (fast_path_ ? fast_path_->flows() : 0) + (echo_ ? echo_->entries() : 0);
+    }
 
     Ipv4Cidr net_;
     in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
@@ -69,6 +81,7 @@ private:
     FlowLimits &limits_;
     tcp::FastPath *fast_path_;
     ToLibslirp to_libslirp_;
+    icmp::EchoPath *echo_ = nullptr;
     Ipv4Reassembler reassembler_;
 };
 

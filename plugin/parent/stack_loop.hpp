@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's event loop: one poll over the wake-up eventfd, the
-// hand-over socket, the tap, the TCP fast path's epoll fd and libslirp's
+// hand-over socket, the tap, the TCP fast path's and the ICMP echo path's
+// epoll fds and libslirp's
 // host sockets; guest frames go through GuestIngress (filter, reassembly,
 // TCP fast path | libslirp), libslirp's replies -> coalescer -> tap, the
 // fast path's straight to the tap. Everything in here runs on the one stack thread; other threads only
@@ -64,6 +65,9 @@ private:
     // Stats::tcp_peek_mode. Throws Error(RKNP_ERR_UNSUPPORTED) for
     // tcp_peek_mode offset on a kernel without SO_PEEK_OFF for TCP.
     std::unique_ptr<tcp::FastPath> make_fast_path();
+    // Logs which path carries ICMP echo; nullptr when ping sockets are
+    // refused (libslirp's then).
+    std::unique_ptr<icmp::EchoPath> make_echo_path();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
@@ -89,6 +93,7 @@ private:
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<tcp::FastPath> fast_;
     std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
+    std::unique_ptr<icmp::EchoPath> echo_; // writes to tap_
     SlirpAdapter slirp_; // points at the above
     GuestIngress ingress_; // last: destroyed first, points at all of them
 };
