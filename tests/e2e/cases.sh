@@ -139,6 +139,7 @@ case_ping() {
     out=$(ping_run "$1") || true
     sysctl -qw net.ipv4.ping_group_range="$range"
     expect "the plugin says ping sockets" "ICMP echo: ping sockets \(net\.ipv4\.ping_group_range $gid $gid allows gid $gid\)" "$out"
+    expect "ping sockets under the stack thread's seccomp filter" "sandbox on the stack thread: seccomp on" "$out"
     expect "IPv4 echo reply through the host's 127.0.0.1" "bytes from 10\.0\.2\.2: seq=0 ttl=64 " "$out"
     expect "IPv6 echo reply through the host's ::1" "bytes from fd00::2: seq=0 ttl=64 " "$out"
     expect "DNS address echo still libslirp's" "bytes from 10\.0\.2\.3: seq=0 ttl=255 " "$out"
