@@ -226,6 +226,22 @@ std::string enter_netns(bool &v6) {
         v6 = ::ioctl(s6, SIOCSIFADDR, &r6) == 0;
         ::close(s6);
     }
+    // A new IPv6 address stays tentative until the kernel's DAD worker has
+    // run (at once on lo, but asynchronously): until then it neither
+    // sends nor receives. Binding to it succeeds once it is usable.
+    for (const char *a : {"::1", "2001:db8::1"}) {
+        for (int i = 0; v6 && i < 500; ++i) {
+            sockaddr_in6 b{};
+            b.sin6_family = AF_INET6;
+            inet_pton(AF_INET6, a, &b.sin6_addr);
+            int t = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            bool ok = t >= 0 && ::bind(t, reinterpret_cast<sockaddr *>(&b), sizeof b) == 0;
+            if (t >= 0) ::close(t);
+            if (ok) break;
+            if (i == 499) v6 = false;
+            ::usleep(10000);
+        }
+    }
     return "";
 }
 
