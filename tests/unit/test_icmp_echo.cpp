@@ -593,6 +593,48 @@ TEST_CASE("icmp_echo: real ping sockets, IPv4 and IPv6, host and gateway") {
     });
 }
 
+TEST_CASE("icmp_echo: no route: the guest is told, from the gateway") {
+    in_netns([](bool v6) {
+        Collect out;
+        EchoPath path(base_config(), out);
+        REQUIRE(path.enabled());
+        // This namespace has no route there: nothing is sent anywhere.
+        Bytes req = echo4("10.0.2.100", "198.51.100.1", 3, 4, payload_of(20));
+        CHECK(path.guest_frame(req) == Verdict::Consumed);
+        REQUIRE(out.frames.size() == 1);
+        const Bytes &f = out.frames[0];
+        REQUIRE(f.size() == 14 + 20 + 8 + 20 + 8);
+        CHECK(std::memcmp(f.data(), kGuestMac, 6) == 0);
+        const uint8_t *ip = f.data() + 14;
+        CHECK(csum_fold(csum_add(0, ip, 20)) == 0xffff);
+        CHECK(ip[9] == 1);
+        CHECK(std::memcmp(ip + 12, "\x0a\x00\x02\x02", 4) == 0);
+        CHECK(std::memcmp(ip + 16, "\x0a\x00\x02\x64", 4) == 0);
+        const uint8_t *icmp = ip + 20;
+        CHECK(icmp[0] == 3);
+        CHECK(icmp[1] == 0);
+        CHECK(csum_fold(csum_add(0, icmp, 8 + 28)) == 0xffff);
+        CHECK(std::memcmp(icmp + 8, req.data() + 14, 28) == 0); // header + 8
+        CHECK(path.stats().unreachable == 1);
+        if (!v6) return;
+        Bytes req6 = echo6("fd00::100", "2001:db8:1::1", 3, 4, payload_of(20));
+        CHECK(path.guest_frame(req6) == Verdict::Consumed);
+        REQUIRE(out.frames.size() == 2);
+        const Bytes &g = out.frames[1];
+        REQUIRE(g.size() == 14 + 40 + 8 + 40 + 28);
+        const uint8_t *ip6 = g.data() + 14;
+        uint8_t gw6[16];
+        inet_pton(AF_INET6, "fd00::2", gw6);
+        CHECK(std::memcmp(ip6 + 8, gw6, 16) == 0);
+        CHECK(std::memcmp(ip6 + 24, req6.data() + 14 + 8, 16) == 0);
+        const uint8_t *icmp6 = ip6 + 40;
+        CHECK(icmp6[0] == 1);
+        CHECK(icmp6[1] == 0);
+        CHECK(csum_fold(csum_add(pseudo6(ip6 + 8, ip6 + 24, 76), icmp6, 76)) == 0xffff);
+        CHECK(std::memcmp(icmp6 + 8, req6.data() + 14, 68) == 0); // all of it
+    });
+}
+
 TEST_CASE("icmp_echo: idle entries expire") {
     in_netns([](bool) {
         Collect out;

@@ -103,6 +103,7 @@ Parse parse_echo_request(std::span<const uint8_t> frame, EchoRequest &r) {
     r.id = be16(l4 + 4);
     r.seq = be16(l4 + 6);
     r.message = {l4, l4_len};
+    r.packet = {ip, size_t(l4 - ip) + l4_len};
     return Parse::Ok;
 }
 
@@ -162,6 +163,44 @@ size_t write_reply(GuestSink &sink, const ReplyEnds &e, uint8_t *msg,
         ++frames;
     }
     return frames;
+}
+
+void write_unreachable(GuestSink &sink, const ReplyEnds &e, const EchoRequest &r,
+                       Unreachable why, uint16_t ip_id) {
+    // IPv6: 1280 (minimum MTU) - 40 - 8 bytes quoted at most.
+    constexpr size_t kQuote6 = 1280 - kIp6Len - kIcmpLen;
+    uint8_t f[kEthLen + kIp6Len + kIcmpLen + kQuote6];
+    ReplyEnds to = e;
+    std::memcpy(to.guest_mac, r.src_mac, 6);
+    std::memcpy(to.guest, r.src, 16);
+    const size_t ip_len = r.v6 ? kIp6Len : kIp4Len;
+    const size_t quote = r.v6 ? std::min(r.packet.size(), kQuote6)
+                              : r.packet.size() - r.message.size() + kIcmpLen;
+    uint8_t *icmp = f + kEthLen + ip_len;
+    icmp[0] = r.v6 ? 1 : 3;
+    icmp[1] = why == Unreachable::Net ? 0 : (r.v6 ? 3 : 1);
+    std::memset(icmp + 2, 0, 6); // checksum, unused
+    std::memcpy(icmp + kIcmpLen, r.packet.data(), quote);
+    const size_t len = kIcmpLen + quote;
+    uint64_t sum = csum_add(0, icmp, len);
+    if (r.v6) {
+        sum += pseudo6(to.remote, to.guest, len);
+        put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
+        put_eth(f, to, kIpv6);
+        uint8_t *ip = f + kEthLen;
+        ip[0] = 0x60;
+        ip[1] = ip[2] = ip[3] = 0;
+        put_be16(ip + 4, uint16_t(len));
+        ip[6] = kProtoIcmp6;
+        ip[7] = kTtl;
+        std::memcpy(ip + 8, to.remote, 16);
+        std::memcpy(ip + 24, to.guest, 16);
+    } else {
+        put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
+        put_eth(f, to, kIpv4);
+        put_ip4(f + kEthLen, to, kIp4Len + len, ip_id, 0);
+    }
+    sink.write_frame(VnetHdr{}, {f, kEthLen + ip_len + len}, {});
 }
 
 } // namespace rknp::icmp

@@ -3,7 +3,8 @@
 // ICMP echo frames: parsing a guest Ethernet/IPv4|IPv6/ICMP echo request
 // into a validated view, checking its checksums, and writing the
 // guest-bound echo reply (Ethernet + IP + ICMP, every checksum complete,
-// IPv4 replies longer than the guest's MTU in fragments).
+// IPv4 replies longer than the guest's MTU in fragments), and the
+// destination-unreachable error for a request that could not be sent.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,7 @@ struct EchoRequest {
     uint8_t src[16]{}, dst[16]{};
     uint16_t id = 0, seq = 0;
     std::span<const uint8_t> message; // the ICMP header and payload
+    std::span<const uint8_t> packet;  // the IP packet, headers and all
 };
 
 enum class Parse {
@@ -72,5 +74,21 @@ struct ReplyEnds {
 // header, is dropped. Returns the frames written (0: dropped).
 size_t write_reply(GuestSink &sink, const ReplyEnds &e, uint8_t *msg,
                    size_t len, uint32_t mtu, uint16_t ip_id);
+
+// Why a request could not be sent, as the guest is told (as libslirp's
+// icmp_send_error tells it when its sendto fails).
+enum class Unreachable {
+    Net,  // ICMP 3/0 network unreachable; ICMPv6 1/0 no route
+    Host, // ICMP 3/1 host unreachable; ICMPv6 1/3 address unreachable
+};
+
+// Writes a destination-unreachable error about the request r to the guest
+// (to r.src, r.src_mac), from the gateway (e.remote: the IPv4-mapped
+// gateway or the IPv6 one; e.gw_mac), quoting r's IP header and first 8
+// ICMP bytes (IPv4, RFC 792) or as much of r.packet as keeps the error
+// within IPv6's minimum MTU (RFC 4443). e.guest, e.guest_mac and
+// e.guest_id are not used.
+void write_unreachable(GuestSink &sink, const ReplyEnds &e, const EchoRequest &r,
+                       Unreachable why, uint16_t ip_id);
 
 } // namespace rknp::icmp

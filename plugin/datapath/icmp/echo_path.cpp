@@ -125,10 +125,30 @@ Verdict EchoPath::guest_frame(std::span<const uint8_t> frame) {
     // The kernel puts the socket's own echo id in and computes the checksum.
     if (::sendto(e.sock.get(), r.message.data(), r.message.size(),
                  MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr *>(&ss),
-                 len) < 0)
-        ++stats_.socket_errors;
-    else
+                 len) >= 0) {
         ++stats_.requests;
+        return Verdict::Consumed;
+    }
+    const int err = errno;
+    ++stats_.socket_errors;
+    // No route: the guest learns it at once, as from a router (and from
+    // libslirp); a full buffer or the like is a lost packet.
+    if (err == ENETUNREACH || err == EHOSTUNREACH) {
+        ReplyEnds from;
+        from.v6 = r.v6;
+        if (r.v6) {
+            std::memcpy(from.remote, &cfg_.gateway6, 16);
+            tcp::gateway_mac6(from.remote, from.gw_mac);
+        } else {
+            const auto gw = tcp::ipv4_bytes(cfg_.gateway4);
+            tcp::map_v4(gw.data(), from.remote);
+            tcp::gateway_mac4(gw.data(), from.gw_mac);
+        }
+        write_unreachable(sink_, from, r,
+                          err == ENETUNREACH ? Unreachable::Net : Unreachable::Host,
+                          ip_id_++);
+        ++stats_.unreachable;
+    }
     return Verdict::Consumed;
 }
 

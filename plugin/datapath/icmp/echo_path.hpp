@@ -53,6 +53,7 @@ struct EchoStats {
     uint64_t refused = 0;         // new entries refused: full table, limits
     uint64_t socket_errors = 0;   // socket, bind, send or receive failures
     uint64_t replies_dropped = 0; // not from the pinged host, or too long
+    uint64_t unreachable = 0;     // errors sent for requests sendto refused
     uint64_t opened = 0, expired = 0;
 };
 
