@@ -18,6 +18,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -82,7 +83,7 @@ Bytes echo4(const char *src, const char *dst, uint16_t id, uint16_t seq,
     icmp[0] = type;
     put_be16(icmp + 4, id);
     put_be16(icmp + 6, seq);
-    std::memcpy(icmp + 8, payload.data(), payload.size());
+    std::copy(payload.begin(), payload.end(), icmp + 8);
     put_be16(icmp + 2, uint16_t(~csum_fold(csum_add(0, icmp, 8 + payload.size()))));
     return f;
 }
@@ -107,7 +108,7 @@ Bytes echo6(const char *src, const char *dst, uint16_t id, uint16_t seq,
     icmp[0] = type;
     put_be16(icmp + 4, id);
     put_be16(icmp + 6, seq);
-    std::memcpy(icmp + 8, payload.data(), payload.size());
+    std::copy(payload.begin(), payload.end(), icmp + 8);
     uint64_t sum = csum_add(pseudo6(ip + 8, ip + 24, 8 + payload.size()), icmp,
                             8 + payload.size());
     put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
