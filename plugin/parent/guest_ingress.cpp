@@ -62,11 +62,23 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
         return Outcome::Dropped;
     }
     strip_urgent(frame); // also in reassembled datagrams
+    if (echo_) {
+        icmp::Verdict v = echo_->guest_frame(frame);
+        if (v == icmp::Verdict::Malformed) {
+            Stats::add(stats_.frames_dropped, 1);
+            return Outcome::Dropped;
+        }
+        if (v == icmp::Verdict::Consumed) {
+            Stats::add(stats_.frames_from_tap, frames);
+            Stats::add(stats_.bytes_from_tap, frame.size());
+            return Outcome::Echo;
+        }
+    }
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
     // A frame that would cost libslirp a host socket beyond the limits
     // never reaches it (counted by FlowLimits, not as a dropped frame).
-    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms), udp_flows()))
+    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms), lingering_flows()))
         return Outcome::Refused;
     to_libslirp_(frame);
     limits_.end_slirp_input();
@@ -90,7 +102,7 @@ Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
 }
 
 Admission GuestIngress::admit_udp_flow(int64_t now_ms) {
-    return admission(limits_.admit(fast_flows(), uint64_t(now_ms), true, udp_flows()));
+    return admission(limits_.admit(fast_flows(), uint64_t(now_ms), true, lingering_flows()));
 }
 
 } // namespace rknp

@@ -5,8 +5,9 @@
 // IPv4 and IPv6 from the guest's own addresses, no router messages), IPv4
 // fragments are reassembled (libslirp must never see one), then the TCP
 // and UDP fast paths get the first look (their frames never need their
-// checksum finished); every other frame has its checksum completed and URG cleared
-// and, if FlowLimits admits the host socket it may cost, goes to libslirp.
+// checksum finished); every other frame has its checksum completed and URG
+// cleared, echo requests go to the ICMP echo path when it is on, and the
+// rest, if FlowLimits admits the host socket it may cost, goes to libslirp.
 // The stack loop and the `frames` fuzz target both run this one chain, so
 // the fuzzer tests what ships. Stack thread only.
 //
@@ -22,6 +23,7 @@
 
 #include "common/addr.hpp"
 #include "common/stats.hpp"
+#include "datapath/icmp/echo_path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
@@ -44,6 +46,7 @@ public:
         FastPath,     // consumed by a fast path (TCP: its frames() may be due)
         Refused,      // over the flow limits (FlowLimits counts it)
         Libslirp,     // given to libslirp
+        Echo,         // consumed by the ICMP echo path
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
@@ -64,9 +67,23 @@ public:
     Admission admit_fast_flow(int64_t now_ms);
     Admission admit_udp_flow(int64_t now_ms);
 
+    // The ICMP echo path (nullptr: off), offered echo requests after the
+    // TCP fast path and before libslirp; its entries count as flows.
+    void set_echo_path(icmp::EchoPath *echo) { echo_ = echo; }
+    bool admit_echo(int64_t now_ms) {
+        return limits_.admit(fast_flows(), uint64_t(now_ms), true, lingering_flows()) ==
+               FlowLimits::Admit::Ok;
+    }
+
 private:
     size_t udp_flows() const { return udp_fast_path_ ? udp_fast_path_->flows() : 0; }
-    size_t fast_flows() const { return (fast_path_ ? fast_path_->flows() : 0) + udp_flows(); }
+    size_t echo_entries() const { return echo_ ? echo_->entries() : 0; }
+    // Fast-path flows of any kind, and those the guest cannot end itself
+    // (UDP flows, echo entries): FlowLimits' lingering sockets.
+    size_t fast_flows() const {
+        return (fast_path_ ? fast_path_->flows() : 0) + udp_flows() + echo_entries();
+    }
+    size_t lingering_flows() const { return udp_flows() + echo_entries(); }
     static Admission admission(FlowLimits::Admit a);
 
     Ipv4Cidr net_;
@@ -76,6 +93,7 @@ private:
     tcp::FastPath *fast_path_;
     udp::FastPath *udp_fast_path_;
     ToLibslirp to_libslirp_;
+    icmp::EchoPath *echo_ = nullptr;
     Ipv4Reassembler reassembler_;
 };
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,10 +67,22 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
-      fast_(make_fast_path()), udp_fast_(make_udp_fast_path()),
+      fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
       ingress_(cfg.cidr, stats, limits_, fast_.get(), udp_fast_.get(),
-               [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {}
+               [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
+    ingress_.set_echo_path(echo_.get());
+}
+
+std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
+    icmp::EchoConfig ec = icmp::echo_config_from(virtual_net(cfg_), cfg_.mtu);
+    ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
+    ec.admit_entry = [this] { return ingress_.admit_echo(monotonic_ms()); };
+    auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
+    cfg_.logger.info(echo->description());
+    if (!echo->enabled()) return nullptr;
+    return echo;
+}
 
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
@@ -160,7 +173,8 @@ void StackLoop::forwards_to_slirp() {
 
 void StackLoop::publish_stats() {
     const size_t udp_flows = udp_fast_ ? udp_fast_->flows() : 0;
-    const size_t fast_flows = (fast_ ? fast_->flows() : 0) + udp_flows;
+    const size_t fast_flows =
+        (fast_ ? fast_->flows() : 0) + udp_flows + (echo_ ? echo_->entries() : 0);
     stats_.host_sockets.store(limits_.host_sockets(fast_flows),
                               std::memory_order_relaxed);
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
@@ -302,6 +316,7 @@ void StackLoop::run() {
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
         int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         int udp_idx = udp_fast_ ? polls_.add(udp_fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
+        int echo_idx = echo_ ? polls_.add(echo_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
         slirp_.fill(timeout, monotonic_ms());
         if (fast_) {
@@ -312,6 +327,9 @@ void StackLoop::run() {
             int64_t next = udp_fast_->ms_until_next_timer(monotonic_ms());
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
+        if (int64_t next = echo_ ? echo_->ms_until_next_timer(monotonic_ms()) : -1;
+            next >= 0 && uint64_t(next) < timeout)
+            timeout = uint32_t(next);
         if (int64_t next = handover_.ms_until_deadline(monotonic_ms());
             next >= 0 && uint64_t(next) < timeout)
             timeout = uint32_t(next);
@@ -330,8 +348,10 @@ void StackLoop::run() {
             flush_fast_path();
         }
         if (udp_fast_ && polls_.revents(udp_idx) != 0) udp_fast_->poll_events();
+        if (echo_ && polls_.revents(echo_idx) != 0) echo_->poll_events();
         if (polls_.revents(tap_idx) != 0) drain_tap();
         slirp_.run_timers(monotonic_ms());
+        if (echo_) echo_->run_timers(monotonic_ms());
         if (fast_) {
             fast_->run_timers(monotonic_ms());
             flush_fast_path();

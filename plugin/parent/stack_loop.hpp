@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's event loop: one poll over the wake-up eventfd, the
-// hand-over socket, the tap, the TCP and UDP fast paths' epoll fds and
-// libslirp's host sockets; guest frames go through GuestIngress (filter,
-// reassembly, TCP | UDP fast path | libslirp), libslirp's replies ->
-// coalescer -> tap, the fast paths' straight to the tap. Everything in here runs on the one stack thread; other threads only
+// hand-over socket, the tap, the TCP and UDP fast paths' and the ICMP echo
+// path's epoll fds and libslirp's host sockets; guest frames go through
+// GuestIngress (filter, reassembly, TCP | UDP fast path | echo path |
+// libslirp), libslirp's replies -> coalescer -> tap, the fast paths'
+// straight to the tap. Everything in here runs on the one stack thread; other threads only
 // touch the atomic Stats, the TaskQueue and the wake-up eventfd.
 #pragma once
 
@@ -67,6 +68,9 @@ private:
     std::unique_ptr<tcp::FastPath> make_fast_path();
     // With cfg.udp_fast_path, else nullptr.
     std::unique_ptr<udp::FastPath> make_udp_fast_path();
+    // Logs which path carries ICMP echo; nullptr when ping sockets are
+    // refused (libslirp's then).
+    std::unique_ptr<icmp::EchoPath> make_echo_path();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
@@ -94,6 +98,7 @@ private:
     std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
     // Only with cfg.udp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<udp::FastPath> udp_fast_;
+    std::unique_ptr<icmp::EchoPath> echo_; // writes to tap_
     SlirpAdapter slirp_; // points at the above
     GuestIngress ingress_; // last: destroyed first, points at all of them
 };

@@ -97,6 +97,56 @@ case_ipv6() {
     expect "fetch over IPv6" "^sha=$FILE_SHA\$" "$out"
 }
 
+# 3d'. ICMP echo from the container (busybox ping, a raw socket in the
+# child): the gateway, IPv4 and IPv6, the DNS address and the test netns's
+# host. Where net.ipv4.ping_group_range refuses the user, libslirp answers
+# the gateway and DNS itself (TTL 255) and nothing reaches other hosts (its
+# raw-socket fallback is refused, its UDP-port-7 one gets no echo reply;
+# it forwards no IPv6 echo at all). Where the range allows the user's gid,
+# the plugin sends echo on ping sockets, the gateway meaning the host's
+# 127.0.0.1 / ::1, and its own replies carry TTL 64; DNS stays libslirp's.
+# The plugin logs which (--debug). The sysctl is set for each run and
+# restored at once.
+ping_run() {
+    rk "$1" --copy-up=/etc --ipv6 --debug -- sh -c "
+        for i in \$(seq 100); do
+            ip -6 -o addr show dev tap0 scope global | grep -v tentative | grep -q 'inet6 fd00::' && break
+            sleep 0.1
+        done
+        for a in 10.0.2.2 fd00::2 10.0.2.3 198.18.0.2 $NS_IP6; do
+            busybox ping -c 1 -W 3 \$a || echo \"NO REPLY from \$a\"
+        done" 2>&1
+}
+
+case_ping() {
+    local range gid out
+    range=$(sysctl -n net.ipv4.ping_group_range | tr -s '\t' ' ')
+    gid=$(id -g "$RKNP_TEST_USER")
+    # shellcheck disable=SC2064 # the range to restore is the one read now
+    trap "sysctl -qw net.ipv4.ping_group_range='$range'" EXIT
+    sysctl -qw net.ipv4.ping_group_range="1 0"
+    out=$(ping_run "$1") || true
+    sysctl -qw net.ipv4.ping_group_range="$range"
+    expect "IPv4 echo reply from libslirp" "bytes from 10\.0\.2\.2: seq=0 ttl=255 " "$out"
+    expect "IPv6 echo reply" "bytes from fd00::2: seq=0 " "$out"
+    expect "DNS address echo reply from libslirp" "bytes from 10\.0\.2\.3: seq=0 ttl=255 " "$out"
+    [ "$1" = plugin ] || return 0
+    expect "the plugin says libslirp answers" "ICMP echo: libslirp \(ping sockets refused: " "$out"
+    expect "no echo to other hosts without ping sockets" "^NO REPLY from 198\.18\.0\.2\$" "$out"
+    expect "no IPv6 echo to other hosts without ping sockets" "^NO REPLY from $NS_IP6\$" "$out"
+
+    sysctl -qw net.ipv4.ping_group_range="$gid $gid"
+    out=$(ping_run "$1") || true
+    sysctl -qw net.ipv4.ping_group_range="$range"
+    expect "the plugin says ping sockets" "ICMP echo: ping sockets \(net\.ipv4\.ping_group_range $gid $gid allows gid $gid\)" "$out"
+    expect "ping sockets under the stack thread's seccomp filter" "sandbox on the stack thread: seccomp on" "$out"
+    expect "IPv4 echo reply through the host's 127.0.0.1" "bytes from 10\.0\.2\.2: seq=0 ttl=64 " "$out"
+    expect "IPv6 echo reply through the host's ::1" "bytes from fd00::2: seq=0 ttl=64 " "$out"
+    expect "DNS address echo still libslirp's" "bytes from 10\.0\.2\.3: seq=0 ttl=255 " "$out"
+    expect "IPv4 echo reply from the test netns" "bytes from 198\.18\.0\.2: seq=0 ttl=64 " "$out"
+    expect "IPv6 echo reply from the test netns" "bytes from $NS_IP6: seq=0 ttl=64 " "$out"
+}
+
 # 3e. --ifname: the tap carries the given name.
 case_ifname() {
     local out

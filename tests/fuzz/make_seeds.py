@@ -172,6 +172,13 @@ put("frames", "arp-ping-tcp", bytes([0]) + rec(arp) + rec(ping, 0x11) + rec(syn)
     rec(ack_data, 0x12) + rec(dns, 0x13))
 put("frames", "dhcp", bytes([0]) + rec(dhcp_f) + rec(arp, 0x1f))
 put("frames", "ipv6", bytes([2]) + rec(rs) + rec(echo6, 0x11) + rec(syn6, 0x1a))
+# The ICMP echo path (config bit 7): the gateway over IPv4 and IPv6, a bad
+# checksum, a host the private namespace cannot reach, the same id again.
+bad_ping = bytearray(ping)
+bad_ping[-1] ^= 1
+far_ping = eth(GW_MAC, 0x0800, ipv4(1, G4, bytes([198, 51, 100, 1]), icmp))
+put("frames", "echo-path", bytes([0x82]) + rec(arp) + rec(ping, 0x11) + rec(echo6, 0x11) +
+    rec(bytes(bad_ping)) + rec(far_ping, 0x11) + rec(ping, 0x1f))
 put("frames", "vnet-plain", bytes([1]) + rec(vnet(arp)) + rec(vnet(syn)) + rec(vnet(ping)))
 # A TSO super-frame with a partial checksum, as the tap hands it over.
 big = b"z" * 60000

@@ -27,7 +27,9 @@
 // may be truncated by the end of the input. Config bits: 0 vnet headers,
 // 1 IPv6, 2 no DNS, 3 MTU 1500 (else 65520), 4 no host loopback, 5 the
 // TCP fast path (with vnet headers only, as in the stack loop), 6 tight
-// flow limits (max_flows 4, 2 new flows a second; else the defaults).
+// flow limits (max_flows 4, 2 new flows a second; else the defaults), 7 the
+// ICMP echo path (ping sockets are allowed in the private namespace; its
+// replies to the gateway come from that namespace's loopback).
 // op bits 0-3: advance the clock by n * 100 ms first; bit 4: poll host
 // sockets afterwards; bit 5: add 64 KiB to len (oversized frames are cut
 // like read() into the tap buffer would cut them); bit 6: a TCP segment's
@@ -47,6 +49,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
+#include "datapath/icmp/echo_path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "../lib/tcp_peek_env.hpp"
@@ -101,6 +104,7 @@ struct Stack {
     SentSeqs sent;
     FlowLimits limits;
     std::unique_ptr<tcp::FastPath> fast;
+    std::unique_ptr<icmp::EchoPath> echo;
     GuestIngress ingress;
     SlirpQueueDrain drain; // before slirp_cleanup, as SlirpAdapter does
     Slirp *slirp = nullptr;
@@ -153,9 +157,10 @@ struct Stack {
           limits((cfg & 64) ? 4 : kDefaultMaxFlows,
                  (cfg & 64) ? 2 : kDefaultMaxNewFlowsPerSec, stats,
                  uint64_t(now_ns / 1'000'000)),
-          fast(make_fast_path(cfg)),
+          fast(make_fast_path(cfg)), echo(make_echo_path(cfg)),
           ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
                   fast.get(), nullptr, [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
+        ingress.set_echo_path(echo.get());
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
             .clock_get_ns = clock_get_ns, .timer_new = timer_new,
@@ -202,6 +207,20 @@ struct Stack {
         return std::make_unique<tcp::FastPath>(std::move(fc));
     }
 
+    // With config bit 7, as stack_loop.cpp's make_echo_path has it (off
+    // when the probe finds ping sockets refused).
+    std::unique_ptr<icmp::EchoPath> make_echo_path(uint8_t cfg) {
+        if (!(cfg & 128)) return nullptr;
+        const tcp::FastPathConfig fc = fast_path_config(cfg, limits, now_ns);
+        icmp::EchoConfig ec = icmp::echo_config_from(fc, fc.mtu);
+        ec.max_entries = 8;
+        ec.clock = [this] { return now_ms(); };
+        ec.admit_entry = [this] { return ingress.admit_echo(now_ms()); };
+        auto e = std::make_unique<icmp::EchoPath>(std::move(ec), to_guest);
+        if (!e->enabled()) return nullptr;
+        return e;
+    }
+
     // SlirpAdapter::input's guard, then libslirp; what GuestIngress hands
     // over must be whole and without urgent data.
     void to_libslirp(std::span<const uint8_t> frame) {
@@ -235,11 +254,13 @@ struct Stack {
             fast->poll_events();
             flush_fast_path();
         }
+        if (echo) echo->poll_events();
         peers.serve();
     }
 
     void run_timers() {
         timers.run_due(now_ms());
+        if (echo) echo->run_timers(now_ms());
         if (!fast) return;
         fast->run_timers(now_ms());
         flush_fast_path();
