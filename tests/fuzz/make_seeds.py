@@ -273,6 +273,44 @@ put("frames", "flow-limits", bytes([0x40]) + b"".join(
 put("frames", "fast-flow-limits", bytes([0x61]) + b"".join(
     rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i)))
     for i in range(6)))
+# The UDP fast path (config bit 7, with vnet headers): datagrams to the
+# gateway's echo sockets (127.0.0.1:8080, [::1]:8080) and back; at MTU
+# 1500 a 3000-byte datagram leaves the guest in fragments (reassembled
+# first) and comes back as fragments; port 8082 is closed (ICMP port
+# unreachable to the guest); then the flow limits with both fast paths.
+def udp_to(port, data, sport=43000):
+    return eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, sport, port, data)))
+
+
+def udp6_to(port, data, sport=43001):
+    return eth(GW_MAC, 0x86DD, ipv6(17, G6, GW6, udp(G6, GW6, sport, port, data), 64))
+
+
+def frags_of(dgram, ident, step=1480):
+    out = []
+    for off in range(0, len(dgram), step):
+        more = off + step < len(dgram)
+        part = dgram[off:off + step]
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(part), ident,
+                        (0x2000 if more else 0) | off // 8, 64, 17, 0, G4, GW4)
+        h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+        out.append(eth(GW_MAC, 0x0800, h + part))
+    return out
+
+
+big_udp = udp(G4, GW4, 43002, 8080, bytes(range(256)) * 11 + b"q" * 184)
+put("frames", "udp-fast-echo", bytes([0x83]) + rec(vnet(arp)) +
+    rec(vnet(udp_to(8080, b"ping" * 50))) + POLL + POLL +
+    rec(vnet(udp6_to(8080, b"ping6" * 40))) + POLL + POLL +
+    rec(vnet(udp_to(8082, b"closed"))) + POLL + rec(vnet(udp_to(8080, b"again" * 3)), 0x11) +
+    rec(b"", 0x1f) + rec(b"", 0x1f) + rec(b"", 0x1f) + POLL)
+put("frames", "udp-fast-fragments", bytes([0x8B]) + rec(vnet(arp)) +
+    b"".join(rec(vnet(f)) for f in frags_of(big_udp, 21)) + POLL + POLL +
+    rec(vnet(udp6_to(8080, b"z" * 2000))) + POLL + POLL)
+put("frames", "udp-fast-flow-limits", bytes([0xE1]) + b"".join(
+    rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i))) +
+    rec(vnet(eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, 42100 + i, 8080, b"y" * 8))))) +
+    POLL for i in range(6)))
 # ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
 put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     struct.pack("<H", len(f)) + f for f in
