@@ -57,37 +57,43 @@ struct OutputCheck final : GuestSink {
             v6 = h.gso_type == kVnetGsoTcp6;
         }
         // The IP length must cover the frame, and completing the partial
-        // checksum must give a valid TCP checksum.
+        // checksum must give a valid TCP (or, the UDP fast path's, UDP)
+        // checksum.
         size_t ip_len = v6 ? 40 + be16(f.data() + 18) : be16(f.data() + 16);
         fuzz::require(14 + ip_len == f.size(), "IP length of merged frame");
+        const uint8_t proto = v6 ? f[20] : f[23];
+        fuzz::require(proto == kProtoTcp || (proto == kProtoUdp && h.gso_type == 0),
+                      "partial checksum of another protocol");
         std::vector<uint8_t> copy(f.begin(), f.end());
         fuzz::require(complete_checksum(copy, h), "merged frame csum offsets");
         size_t l4 = h.csum_start, l4_len = copy.size() - l4;
         uint64_t sum = v6 ? csum_add(0, copy.data() + 22, 32)
                           : csum_add(0, copy.data() + 26, 8);
-        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, 6};
+        uint8_t tail[8] = {0, 0, uint8_t(l4_len >> 8), uint8_t(l4_len), 0, 0, 0, proto};
         sum = v6 ? csum_add(sum, tail, 8) : csum_add(sum, tail + 2, 2) ;
         if (!v6) {
-            uint8_t proto[2] = {0, 6};
-            sum = csum_add(sum, proto, 2);
+            uint8_t proto_field[2] = {0, proto};
+            sum = csum_add(sum, proto_field, 2);
             // Rebuilt for merged frames (a single one keeps its header).
             if (h.gso_type != 0)
                 fuzz::require(csum_fold(csum_add(0, copy.data() + 14, 20)) == 0xffff,
                               "IPv4 header checksum of merged frame");
         }
         sum = csum_add(sum, copy.data() + l4, l4_len);
-        fuzz::require(csum_fold(sum) == 0xffff, "TCP checksum of merged frame");
+        fuzz::require(csum_fold(sum) == 0xffff, "L4 checksum of merged frame");
     }
 };
 
-// The host side of guest TCP: listeners made once per process (inside the
-// private namespace) and the connections one input accepted.
+// The host side of guest TCP and UDP: listeners and UDP echo sockets made
+// once per process (inside the private namespace) on 127.0.0.1:8080 and
+// [::1]:8080, and the connections one input accepted.
 struct HostPeers {
     int listen4 = -1, listen6 = -1;
+    int udp4 = -1, udp6 = -1;
     std::vector<int> conns;
 
-    static int listen_on(int family) {
-        int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    static int listen_on(int family, int type = SOCK_STREAM) {
+        int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) fuzz::fail("listener socket");
         int one = 1;
         ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -107,16 +113,34 @@ struct HostPeers {
             len = sizeof *a;
         }
         if (::bind(fd, reinterpret_cast<sockaddr *>(&ss), len) < 0 ||
-            ::listen(fd, 64) < 0)
+            (type == SOCK_STREAM && ::listen(fd, 64) < 0))
             fuzz::fail("listener bind/listen");
         return fd;
     }
     void open() {
         listen4 = listen_on(AF_INET);
         listen6 = listen_on(AF_INET6);
+        udp4 = listen_on(AF_INET, SOCK_DGRAM);
+        udp6 = listen_on(AF_INET6, SOCK_DGRAM);
+    }
+    // Sends every datagram that arrived back to its sender (a bounded
+    // number per call).
+    static void echo_udp(int fd) {
+        static uint8_t buf[65536];
+        for (int i = 0; i < 64; ++i) {
+            sockaddr_storage from{};
+            socklen_t fl = sizeof from;
+            ssize_t n = ::recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
+                                   reinterpret_cast<sockaddr *>(&from), &fl);
+            if (n < 0) return;
+            (void)::sendto(fd, buf, size_t(n), MSG_DONTWAIT,
+                           reinterpret_cast<sockaddr *>(&from), fl);
+        }
     }
     // Accepts what is pending, echoes what arrived, closes on EOF.
     void serve() {
+        echo_udp(udp4);
+        echo_udp(udp6);
         for (int l : {listen4, listen6})
             for (int c; conns.size() < 32 &&
                         (c = ::accept4(l, nullptr, nullptr,
@@ -137,6 +161,12 @@ struct HostPeers {
         for (int c : conns)
             if (c >= 0) ::close(c);
         conns.clear();
+        // Datagrams of this input are not the next one's.
+        for (int fd : {udp4, udp6}) {
+            uint8_t b[1];
+            while (::recv(fd, b, sizeof b, MSG_DONTWAIT | MSG_TRUNC) >= 0) {
+            }
+        }
     }
 };
 

@@ -280,6 +280,44 @@ put("frames", "flow-limits", bytes([0x40]) + b"".join(
 put("frames", "fast-flow-limits", bytes([0x61]) + b"".join(
     rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i)))
     for i in range(6)))
+# The UDP fast path (config bit 5 with the TCP fast path, vnet headers): datagrams to the
+# gateway's echo sockets (127.0.0.1:8080, [::1]:8080) and back; at MTU
+# 1500 a 3000-byte datagram leaves the guest in fragments (reassembled
+# first) and comes back as fragments; port 8082 is closed (ICMP port
+# unreachable to the guest); then the flow limits with both fast paths.
+def udp_to(port, data, sport=43000):
+    return eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, sport, port, data)))
+
+
+def udp6_to(port, data, sport=43001):
+    return eth(GW_MAC, 0x86DD, ipv6(17, G6, GW6, udp(G6, GW6, sport, port, data), 64))
+
+
+def frags_of(dgram, ident, step=1480):
+    out = []
+    for off in range(0, len(dgram), step):
+        more = off + step < len(dgram)
+        part = dgram[off:off + step]
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(part), ident,
+                        (0x2000 if more else 0) | off // 8, 64, 17, 0, G4, GW4)
+        h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+        out.append(eth(GW_MAC, 0x0800, h + part))
+    return out
+
+
+big_udp = udp(G4, GW4, 43002, 8080, bytes(range(256)) * 11 + b"q" * 184)
+put("frames", "udp-fast-echo", bytes([0x23]) + rec(vnet(arp)) +
+    rec(vnet(udp_to(8080, b"ping" * 50))) + POLL + POLL +
+    rec(vnet(udp6_to(8080, b"ping6" * 40))) + POLL + POLL +
+    rec(vnet(udp_to(8082, b"closed"))) + POLL + rec(vnet(udp_to(8080, b"again" * 3)), 0x11) +
+    rec(b"", 0x1f) + rec(b"", 0x1f) + rec(b"", 0x1f) + POLL)
+put("frames", "udp-fast-fragments", bytes([0x2B]) + rec(vnet(arp)) +
+    b"".join(rec(vnet(f)) for f in frags_of(big_udp, 21)) + POLL + POLL +
+    rec(vnet(udp6_to(8080, b"z" * 2000))) + POLL + POLL)
+put("frames", "udp-fast-flow-limits", bytes([0x61]) + b"".join(
+    rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i))) +
+    rec(vnet(eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, 42100 + i, 8080, b"y" * 8))))) +
+    POLL for i in range(6)))
 # ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
 put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     struct.pack("<H", len(f)) + f for f in
@@ -401,4 +439,108 @@ tput("mangled", tcfg(3) + connect(0) +
     seg(0, ACK_, data=800, mangle=(11 + 12 + 0, 128)) +  # truncated
     seg(0, ACK_, data=800, mangle=(11 + 12 + 1, 20)) +  # padded
     host(0, "read") + TPOLL)
+
+# ---- udp: config byte (max_flows = 1 + (c & 7); bits 3-4 MTU 65520 / 1500
+# / 1280 / 9000; 0x20 no UDP_SEGMENT/GRO; 0x40 disable_host_loopback; 0x80
+# IPv6 off), admission byte, then records (target_udp.cpp). Tuples: 0/1
+# IPv4 to the gateway's 8080/8081, 2/3 the same over IPv6, 4/5 the closed
+# port 8082 (v4/v6), 6/7 the outside addresses 192.0.2.1 / 2001:db8::1
+# (on the namespace's lo). Servers: 0/1 IPv4 8080/8081, 2/3 IPv6.
+def ucfg(c=0, admit=0):
+    return bytes([c, admit])
+
+
+def dgram(t, sport=0, length=100, dest=None, ports=None, mangle=None, flush=False):
+    custom = dest is not None
+    op = t << 2 | (0x20 if mangle else 0) | (0x40 if custom else 0) | (0x80 if flush else 0)
+    b = bytes([op, sport]) + struct.pack("<H", length)
+    if custom:
+        b += bytes([dest]) + struct.pack("<HH", *ports)
+    if mangle:
+        b += bytes(mangle)
+    return b
+
+
+def srv(server, action, peer=0, size=0, count=1):
+    a = {"read": 0, "reply": 1, "burst": 2, "stray": 3}[action]
+    op = 1 | server << 2 | a << 4 | (0x40 if action != "burst" and size >= 0x10000 else 0)
+    if action == "read":
+        return bytes([op])
+    if action == "burst":
+        return bytes([op, peer, count - 1]) + struct.pack("<H", size - 1)
+    return bytes([op, peer]) + struct.pack("<H", size & 0xFFFF)
+
+
+def uclock(ms, timers=True):
+    if ms >= 65536:
+        return bytes([2 | 4 | (0 if timers else 8)]) + struct.pack("<H", ms // 1024)
+    return bytes([2 | (0 if timers else 8)]) + struct.pack("<H", ms)
+
+
+UPOLL, UFLUSH, UDETACH = bytes([3]), bytes([3 | 4]), bytes([3 | 8])
+
+
+def keep(i, release=False):
+    return bytes([3 | 4 | 0x10 | (0x20 if release else 0) | i << 6])
+
+
+def raw(frame):
+    return bytes([3 | 12]) + struct.pack("<H", len(frame)) + frame
+
+
+def ask_answer(t, server, size, length=300):
+    return dgram(t, 1, length, flush=True) + srv(server, "read") + \
+        srv(server, "reply", 0, size) + UPOLL
+
+
+put("udp", "echo", ucfg(3) + ask_answer(0, 0, 500) + ask_answer(2, 2, 700) +
+    ask_answer(0, 0, 0, 0) + ask_answer(1, 1, 1000) + ask_answer(3, 3, 1000))
+put("udp", "fragments", ucfg(3 | 0x08) + ask_answer(0, 0, 4000) +
+    srv(0, "reply", 0, 65507) + ask_answer(2, 2, 3000) + srv(2, "reply", 0, 65527) + UPOLL)
+put("udp", "fragments-1280", ucfg(1 | 0x10) + ask_answer(2, 2, 1233) + ask_answer(0, 0, 1253))
+put("udp", "coalesced", ucfg(3) + dgram(0, 1, 10, flush=True) + srv(0, "read") +
+    srv(0, "burst", 0, 1400, 20) + UPOLL + dgram(2, 1, 10, flush=True) + srv(2, "read") +
+    srv(2, "burst", 0, 1000, 40) + srv(2, "burst", 0, 1, 64) + UPOLL)
+put("udp", "coalesced-fragments", ucfg(3 | 0x08) + dgram(0, 1, 10, flush=True) +
+    srv(0, "read") + srv(0, "burst", 0, 3000, 5) + UPOLL)
+put("udp", "segmented", ucfg(3) + b"".join(dgram(0, 2, 1000) for _ in range(20)) +
+    dgram(0, 2, 300) + dgram(0, 2, 1200) + dgram(0, 2, 1200) + dgram(0, 2, 0) +
+    dgram(2, 2, 1200) + dgram(2, 2, 1200, flush=True) + srv(0, "read") + srv(2, "read"))
+put("udp", "segmented-off", ucfg(3 | 0x20) + b"".join(dgram(0, 2, 1000) for _ in range(8)) +
+    UFLUSH + srv(0, "read") + srv(0, "burst", 0, 500, 10) + UPOLL)
+put("udp", "icmp", ucfg(3) + dgram(4, 3, 200, flush=True) + UPOLL + dgram(5, 3, 200, flush=True) +
+    UPOLL + dgram(4, 3, 2000, flush=True) + dgram(4, 3, 20, flush=True) + UPOLL)
+put("udp", "outside", ucfg(7) + ask_answer(6, 0, 900) + ask_answer(7, 2, 900) +
+    dgram(0, 4, 10, dest=2, ports=(40004, 53), flush=True) +
+    dgram(2, 4, 10, dest=2, ports=(40004, 53), flush=True) + UPOLL)
+put("udp", "libslirps", ucfg(7) + b"".join(
+    dgram(t, 5, 20, dest=d, ports=(40005, 53)) for t in (0, 2) for d in range(3, 8)) +
+    dgram(0, 5, 20, dest=0, ports=(68, 67)) + dgram(0, 5, 20, dest=0, ports=(0, 9)) +
+    dgram(2, 5, 20, dest=0, ports=(40005, 0)) + UFLUSH)
+put("udp", "ipv6-off-no-loopback", ucfg(3 | 0x40 | 0x80) + dgram(0, 1, 20) + dgram(2, 1, 20) +
+    dgram(6, 1, 20, flush=True) + srv(0, "read") + srv(0, "reply", 0, 50) + UPOLL)
+put("udp", "expiry", ucfg(3) + dgram(0, 6, 10, flush=True) + uclock(29999) + uclock(1) +
+    dgram(0, 6, 10, flush=True) + srv(0, "read") + srv(0, "reply", 0, 10) + UPOLL +
+    uclock(60000) + uclock(150000) + uclock(65535, timers=False) + uclock(1))
+put("udp", "limits", ucfg(1, 0b00010100) + b"".join(dgram(0, i, 10) for i in range(8)) +
+    UFLUSH + uclock(40000) + b"".join(dgram(2, i, 10) for i in range(4)))
+put("udp", "detach", ucfg(7) + dgram(0, 7, 10) + dgram(2, 7, 10) + dgram(4, 7, 10) +
+    dgram(0, 7, 10) + UDETACH + dgram(0, 7, 10, flush=True) + srv(0, "read") +
+    srv(0, "reply", 0, 10) + srv(0, "reply", 1, 10) + UPOLL + UDETACH)
+put("udp", "keep", ucfg(3) + keep(1) + keep(1) + dgram(0, 1, 10) + keep(1, True) +
+    dgram(0, 1, 10) + dgram(2, 1, 10) + keep(1, True) + dgram(0, 1, 10, flush=True) + srv(0, "read"))
+put("udp", "mangled", ucfg(3) +
+    dgram(0, 8, 800, mangle=(2 + 3, 0x01)) +    # IPv4 total length cut
+    dgram(0, 8, 800, mangle=(2 + 12 + 1, 20)) +  # UDP length shorter
+    dgram(2, 8, 800, mangle=(2 + 8 + 2, 0)) +    # IPv6 UDP checksum, high byte
+    dgram(2, 8, 800, mangle=(2 + 8 + 3, 0)) +    # and low byte
+    dgram(0, 8, 800, mangle=(2 + 12 + 4, 128)) +  # cut
+    dgram(0, 8, 800, mangle=(2 + 12 + 5, 40)) +   # padded
+    dgram(0, 8, 800, mangle=(2 + 7, 0x20), flush=True) +  # a fragment: not ours
+    srv(0, "read"))
+raw_ok = eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, 40009, 8080, b"raw" * 10)))
+put("udp", "raw", ucfg(3) + raw(raw_ok) + raw(raw_ok[:30]) + raw(b"\xff" * 60) + UFLUSH +
+    srv(0, "read") + srv(0, "reply", 0, 100) + UPOLL)
+put("udp", "stray", ucfg(3) + dgram(0, 9, 10, flush=True) + srv(0, "read") +
+    srv(0, "stray", 0, 100) + UPOLL + srv(0, "reply", 0, 100) + UPOLL)
 print("seeds written to", ROOT, file=sys.stderr)

@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-fuzz}
 SECONDS_EACH=${FUZZ_SECONDS:-30}
-TARGETS=${FUZZ_TARGETS:-config opaque handover frames reassembly tcp}
+TARGETS=${FUZZ_TARGETS:-config opaque handover frames reassembly tcp udp}
 OUT=${FUZZ_OUT:-$(mktemp -d /tmp/rknp-fuzz.XXXXXX)}
 
 if ! command -v clang++-14 >/dev/null; then
@@ -27,10 +27,11 @@ CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRKNP_FUZZ=ON -DRKNP_WERROR=OFF >/dev/null
 cmake --build "$BUILD" --target rknp-fuzz-all
 
-# Frames up to the 64 KiB + 1 KiB tap buffer plus record headers; tcp's
-# records describe segments (payloads are generated), 256 records at most.
+# Frames up to the 64 KiB + 1 KiB tap buffer plus record headers; tcp's and
+# udp's records describe segments and datagrams (payloads are generated), 256
+# records at most.
 declare -A MAX_LEN=([config]=512 [opaque]=2048 [handover]=512 [frames]=140000
-    [reassembly]=140000 [tcp]=4096)
+    [reassembly]=140000 [tcp]=4096 [udp]=4096)
 failed=0
 for t in $TARGETS; do
     mkdir -p "$OUT/$t/corpus" "$OUT/$t/artifacts"

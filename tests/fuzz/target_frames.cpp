@@ -3,23 +3,27 @@
 // Fuzz target: the frame path from the tap into the stack, through the
 // same GuestIngress the stack loop runs (parent/guest_ingress.hpp): the
 // virtio-net header split off, the guest filter, IPv4 reassembly, the TCP
-// fast path (on a tap with vnet headers, config bit 5), checksum
-// completion, URG cleared and FlowLimits admission, then libslirp through
+// and UDP fast paths (on a tap with vnet headers, config bits 5 and 7),
+// checksum completion, URG cleared and FlowLimits admission, then libslirp through
 // the 4.7.0 reassembly-loop guard (ReassWrapGuard), as SlirpAdapter::input
 // does. libslirp's replies go through the Coalescer like stack -> guest
-// frames do; the fast path's frames, like libslirp's, are checked by
-// OutputCheck (lengths, partial checksums). Every raw frame is also fed to
+// frames do; the fast paths' frames, like libslirp's, are checked by
+// OutputCheck (lengths, partial checksums), the UDP fast path's also by
+// udp_check.hpp's GuestCheck (MTU, fragments, ICMP errors, checksums).
+// Every raw frame is also fed to
 // a second Coalescer directly, whose output is checked for byte
 // conservation. Guest TCP reaches real connections: the private namespace
 // has listeners on 127.0.0.1:8080 and [::1]:8080 (the gateway's port 8080)
 // that accept, echo what they read and close on a guest FIN, so
 // reassembly, urgent data, window and teardown paths run in libslirp and
-// the fast path alike.
+// the fast path alike; UDP sockets on the same addresses echo every
+// datagram (host sockets are served when a record polls).
 //
 // What stays out, and why: SlirpAdapter and TapIo (this target owns its
 // libslirp instance to drive a simulated clock and to see libslirp's
 // sequence numbers; the instance is configured like SlirpAdapter's by
-// hand, the fast path like stack_loop.cpp's fast_path_config), the tap
+// hand, the fast paths like stack_loop.cpp's make_fast_path and
+// make_udp_fast_path), the tap
 // itself (frames arrive as records), the stack loop's poll (host sockets
 // are polled when a record asks) and forwards.
 //
@@ -29,7 +33,10 @@
 // TCP fast path (with vnet headers only, as in the stack loop), 6 tight
 // flow limits (max_flows 4, 2 new flows a second; else the defaults), 7 the
 // ICMP echo path (ping sockets are allowed in the private namespace; its
-// replies to the gateway come from that namespace's loopback).
+// replies to the gateway come from that namespace's loopback). Bit 5 also
+// turns on the UDP fast path (vnet headers only, as in the stack loop; it
+// is flushed after every record, as the loop flushes it after a batch of
+// tap reads).
 // op bits 0-3: advance the clock by n * 100 ms first; bit 4: poll host
 // sockets afterwards; bit 5: add 64 KiB to len (oversized frames are cut
 // like read() into the tap buffer would cut them); bit 6: a TCP segment's
@@ -42,6 +49,8 @@
 #include <poll.h>
 #include <slirp/libslirp.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -52,6 +61,7 @@
 #include "datapath/icmp/echo_path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
+#include "datapath/udp/fastpath.hpp"
 #include "../lib/tcp_peek_env.hpp"
 #include "frames_rig.hpp"
 #include "fuzz_input.hpp"
@@ -61,6 +71,7 @@
 #include "slirp/queue_drain.hpp"
 #include "slirp/reass_wrap_guard.hpp"
 #include "slirp/timers.hpp"
+#include "udp_check.hpp"
 
 using namespace rknp;
 using namespace fuzz::frames;
@@ -92,6 +103,18 @@ tcp::FastPathConfig fast_path_config(uint8_t cfg, const FlowLimits &limits,
     return f;
 }
 
+// The UDP fast path's guest-bound frames: checked as UDP fast path frames,
+// then by OutputCheck like every frame to the guest.
+struct UdpOut final : GuestSink {
+    fuzz::udpcheck::GuestCheck check;
+    GuestSink *next = nullptr;
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> head,
+                     std::span<const uint8_t> rest) override {
+        check.write_frame(h, head, rest);
+        next->write_frame(h, head, rest);
+    }
+};
+
 struct Stack {
     Timers timers;
     int64_t now_ns = 1'000'000'000;
@@ -104,6 +127,8 @@ struct Stack {
     SentSeqs sent;
     FlowLimits limits;
     std::unique_ptr<tcp::FastPath> fast;
+    UdpOut udp_out;
+    std::unique_ptr<udp::FastPath> udp_fast;
     std::unique_ptr<icmp::EchoPath> echo;
     GuestIngress ingress;
     SlirpQueueDrain drain; // before slirp_cleanup, as SlirpAdapter does
@@ -157,9 +182,11 @@ struct Stack {
           limits((cfg & 64) ? 4 : kDefaultMaxFlows,
                  (cfg & 64) ? 2 : kDefaultMaxNewFlowsPerSec, stats,
                  uint64_t(now_ns / 1'000'000)),
-          fast(make_fast_path(cfg)), echo(make_echo_path(cfg)),
+          fast(make_fast_path(cfg)), udp_fast(make_udp_fast_path(cfg)),
+          echo(make_echo_path(cfg)),
           ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
-                  fast.get(), nullptr, [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
+                  fast.get(), udp_fast.get(),
+                  [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
         ingress.set_echo_path(echo.get());
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
@@ -190,6 +217,16 @@ struct Stack {
         if (slirp == nullptr) fuzz::fail("slirp_new refused the config");
     }
     ~Stack() {
+        if (udp_fast && std::getenv("RKNP_FUZZ_TRACE") != nullptr) {
+            const udp::FastPathStats &st = udp_fast->stats();
+            std::fprintf(stderr,
+                         "udp fast path: opened %llu refused %llu to_host %llu to_guest %llu "
+                         "fragmented %llu icmp %llu\n",
+                         (unsigned long long)st.flows_opened, (unsigned long long)st.flows_refused,
+                         (unsigned long long)st.datagrams_to_host,
+                         (unsigned long long)st.datagrams_to_guest,
+                         (unsigned long long)st.fragmented, (unsigned long long)st.icmp_to_guest);
+        }
         drain.run(slirp);
         slirp_cleanup(slirp);
         peers.close_all();
@@ -219,6 +256,23 @@ struct Stack {
         auto e = std::make_unique<icmp::EchoPath>(std::move(ec), to_guest);
         if (!e->enabled()) return nullptr;
         return e;
+    }
+
+    // With config bit 5 on a tap with vnet headers, configured as
+    // stack_loop.cpp's make_udp_fast_path does (the same virtual network
+    // as the TCP fast path's), writing to udp_out.
+    std::unique_ptr<udp::FastPath> make_udp_fast_path(uint8_t cfg) {
+        if (!vnet || !(cfg & 32)) return nullptr;
+        const tcp::FastPathConfig t = fast_path_config(cfg, limits, now_ns);
+        udp::FastPathConfig uc;
+        static_cast<VirtualNet &>(uc) = static_cast<const VirtualNet &>(t);
+        uc.max_flows = limits.max_flows();
+        uc.mtu = t.mtu;
+        uc.clock = t.clock;
+        uc.admit_flow = [this] { return ingress.admit_udp_flow(now_ms()); };
+        udp_out.check.mtu = uc.mtu;
+        udp_out.next = &to_guest;
+        return std::make_unique<udp::FastPath>(std::move(uc), udp_out);
     }
 
     // SlirpAdapter::input's guard, then libslirp; what GuestIngress hands
@@ -255,12 +309,17 @@ struct Stack {
             flush_fast_path();
         }
         if (echo) echo->poll_events();
+        if (udp_fast) {
+            udp_fast->poll_events();
+            udp_out.check.require_idle();
+        }
         peers.serve();
     }
 
     void run_timers() {
         timers.run_due(now_ms());
         if (echo) echo->run_timers(now_ms());
+        if (udp_fast) udp_fast->run_timers(now_ms());
         if (!fast) return;
         fast->run_timers(now_ms());
         flush_fast_path();
@@ -272,6 +331,11 @@ struct Stack {
         if (fix_ack) sent.fix_ack(buf, vnet);
         if (ingress.input(buf, vnet, now_ms()) == GuestIngress::Outcome::FastPath)
             flush_fast_path();
+        if (udp_fast) {
+            udp_fast->flush();
+            udp_out.check.require_idle();
+            fuzz::require(udp_fast->flows() <= limits.max_flows(), "more UDP flows than max_flows");
+        }
     }
 };
 

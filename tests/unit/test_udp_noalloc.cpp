@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The UDP fast path's data path allocates nothing: operator new is counted
+// while guest_frame(), flush() and poll_events() run, after a warm-up, for
+// guest datagrams on existing flows (single ones and a segmented run),
+// host replies (single, a coalesced UDP_GRO read, one over the MTU that
+// leaves in fragments) and an ICMP error relayed from a closed port. The
+// guest-bound frames go to a sink that only counts them; frames are built
+// by the test outside the counted calls. Replacing operator new is
+// program-wide: this file is meant for its own test executable (with
+// main.cpp), not the shared unit-test binary.
+#include <doctest/doctest.h>
+
+#include <netinet/udp.h>
+
+#include <cstdlib>
+#include <new>
+
+#include "udp_rig.hpp"
+
+// GCC sees malloc behind a replaced operator new and warns about free().
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace {
+// Test-only instrumentation: the count is read and reset around each call.
+bool g_counting = false;
+size_t g_allocs = 0;
+} // namespace
+
+void *operator new(std::size_t n) {
+    if (g_counting) ++g_allocs;
+    if (void *p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+
+using namespace rknp;
+using namespace rknp::udptest;
+
+namespace {
+
+template <class F> size_t counted(F &&f) {
+    g_allocs = 0;
+    g_counting = true;
+    f();
+    g_counting = false;
+    return g_allocs;
+}
+
+// Counts guest-bound frames without keeping them (a Collector allocates).
+struct CountingSink final : GuestSink {
+    size_t frames = 0, partial = 0, icmp = 0;
+    void write_frame(const VnetHdr &h, std::span<const uint8_t> f,
+                     std::span<const uint8_t>) override {
+        ++frames;
+        if (h.flags & kVnetNeedsCsum) ++partial;
+        const uint8_t proto = be16(f.data() + 12) == 0x86dd ? f[20] : f[23];
+        if (proto == 1 || proto == 58) ++icmp;
+    }
+};
+
+// n bytes to `to` in one send, in datagrams of seg bytes (UDP_SEGMENT when
+// seg < n: the fast path's UDP_GRO socket reads them coalesced).
+bool send_segmented(int fd, const sockaddr_storage &to, std::span<const uint8_t> data,
+                    size_t seg) {
+    iovec iov{const_cast<uint8_t *>(data.data()), data.size()};
+    msghdr m{};
+    m.msg_name = const_cast<sockaddr_storage *>(&to);
+    m.msg_namelen = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
+    if (seg < data.size()) {
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        const uint16_t s = uint16_t(seg);
+        std::memcpy(CMSG_DATA(c), &s, sizeof s);
+    }
+    return ::sendmsg(fd, &m, 0) == ssize_t(data.size());
+}
+
+struct Setup {
+    int64_t now = 1000;
+    CountingSink sink;
+    udp::FastPath path;
+    size_t allocs = 0;
+
+    Setup() : path(config(), sink) {}
+    udp::FastPathConfig config() {
+        udp::FastPathConfig c = Rig::config(1500, true);
+        c.clock = [this] { return now; };
+        return c;
+    }
+
+    void guest(const Bytes &f) {
+        allocs += counted([&] { CHECK(path.guest_frame(f) == Verdict::Consumed); });
+    }
+    void flush() {
+        allocs += counted([&] { path.flush(); });
+    }
+    // Polls until `frames` guest-bound frames arrived (or 2 s).
+    void poll_until(size_t frames) {
+        for (int i = 0; i < 200 && sink.frames < frames; ++i) {
+            pollfd p{path.epoll_fd(), POLLIN, 0};
+            if (::poll(&p, 1, 10) == 1) allocs += counted([&] { path.poll_events(); });
+        }
+    }
+};
+
+} // namespace
+
+TEST_CASE("udp_noalloc: no allocation per datagram, either direction, nor per ICMP error") {
+    // The instrument itself works.
+    REQUIRE(counted([] { std::vector<int> v(10); (void)v; }) == 1);
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Setup s;
+        uint8_t guest[16], gw[16];
+        if (v6) {
+            addr6(guest, "fd00::100");
+            addr6(gw, "fd00::2");
+        } else {
+            std::memcpy(guest, kGuest4, 4);
+            std::memcpy(gw, kGateway4, 4);
+        }
+        HostSocket srv(v6);
+        uint16_t closed;
+        {
+            HostSocket gone(v6);
+            closed = gone.port;
+        }
+        // Frames built up front: the counted calls only take them.
+        const Bytes one = guest_datagram(v6, guest, gw, 40000, srv.port, pattern(300, 1));
+        const Bytes seg = guest_datagram(v6, guest, gw, 40000, srv.port, pattern(1000, 2));
+        const Bytes tail = guest_datagram(v6, guest, gw, 40000, srv.port, pattern(400, 3));
+        const Bytes to_closed = guest_datagram(v6, guest, gw, 40001, closed, pattern(200, 4));
+        const Bytes reply = pattern(800, 5), big = pattern(5000, 6), burst = pattern(20 * 1200, 7);
+
+        // Warm-up: both flows open, every path once (the table, the epoll
+        // set and the fast path's buffers exist before counting).
+        s.path.guest_frame(one);
+        s.path.guest_frame(to_closed);
+        s.path.flush();
+        sockaddr_storage peer{};
+        REQUIRE(srv.recv(&peer));
+        srv.reply(peer, reply);
+        s.poll_until(2); // the reply and the ICMP error
+        REQUIRE(s.sink.frames == 2);
+        REQUIRE(s.sink.icmp == 1);
+        s.allocs = 0;
+
+        for (int round = 0; round < 5; ++round) {
+            CAPTURE(round);
+            // Guest -> host: a single datagram, then a run of equal ones
+            // (one UDP_SEGMENT send) ended by a shorter one.
+            s.guest(one);
+            s.flush();
+            for (int i = 0; i < 10; ++i) s.guest(seg);
+            s.guest(tail);
+            s.flush();
+            for (int i = 0; i < 12; ++i) REQUIRE(srv.recv(&peer));
+            CHECK(s.path.stats().segmented_sends >= size_t(round + 1));
+            // Host -> guest: a single reply, a coalesced one, one over the
+            // MTU (fragments).
+            size_t before = s.sink.frames;
+            srv.reply(peer, reply);
+            s.poll_until(before + 1);
+            REQUIRE(s.sink.frames == before + 1);
+            before = s.sink.frames;
+            REQUIRE(send_segmented(srv.fd.get(), peer, burst, 1200));
+            s.poll_until(before + 20);
+            REQUIRE(s.sink.frames == before + 20);
+            before = s.sink.frames;
+            srv.reply(peer, big);
+            s.poll_until(before + 4); // 5008 bytes of UDP in 1480 / 1448-byte fragments
+            REQUIRE(s.sink.frames == before + 4);
+            // An ICMP error relayed: the closed port's flow exists.
+            const size_t icmp = s.sink.icmp;
+            s.guest(to_closed);
+            s.flush();
+            s.poll_until(s.sink.frames + 1);
+            REQUIRE(s.sink.icmp == icmp + 1);
+        }
+        CHECK(s.path.stats().fragmented == 5);
+        CHECK(s.path.flows() == 2);
+        CHECK(s.allocs == 0);
+    }
+}
