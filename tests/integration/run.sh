@@ -335,14 +335,23 @@ python3 "$TESTS_LIB/udp_echo.py" 127.0.0.1 "$UDP_PORT" >/dev/null 2>&1 &
 track_bg $!
 # Datagrams over the MTU leave the guest as IPv4 fragments, which rknp
 # reassembles (libslirp 4.7.0's own reassembly crashes: plugin/reassembly.hpp);
-# the replies come back fragmented by libslirp.
+# the replies come back fragmented, by the UDP fast path (the default) or
+# by libslirp (--udp-slirp); the counters say which carried them.
 fragmented_udp_case() {
-    run --mtu 1500 -- sh -c "
+    local flows=$1
+    shift
+    run --mtu 1500 --stats "$@" -- sh -c "
         python3 '$TESTS_LIB/udp_echo.py' --client 10.0.2.2 $UDP_PORT 6000 &&
         python3 '$TESTS_LIB/udp_echo.py' --client 10.0.2.2 $UDP_PORT 65507 &&
-        python3 '$TESTS_LIB/udp_echo.py' --client 10.0.2.2 $UDP_PORT 1000"
+        python3 '$TESTS_LIB/udp_echo.py' --client 10.0.2.2 $UDP_PORT 1000" \
+        2>"$SCRATCH/udp.err" || { cat "$SCRATCH/udp.err"; return 1; }
+    grep -q "udp_fast_flows=$flows " "$SCRATCH/udp.err" ||
+        { echo "want udp_fast_flows=$flows"; grep stats: "$SCRATCH/udp.err"; return 1; }
 }
-check "UDP datagrams over the MTU (up to 65507 bytes) reach the host and come back" fragmented_udp_case
+check "UDP datagrams over the MTU (up to 65507 bytes) reach the host and come back (UDP fast path)" \
+    fragmented_udp_case 3
+check "UDP datagrams over the MTU (up to 65507 bytes) reach the host and come back (--udp-slirp)" \
+    fragmented_udp_case 0 --udp-slirp
 
 # The sandbox (docs/security.md): the parent's stack thread, and only it,
 # runs under a seccomp filter (mode 2 in /proc) and Landlock where the
