@@ -4,7 +4,11 @@
 // tests. One virtual call per frame, no type-erased callable.
 #pragma once
 
+#include <sys/uio.h>
+
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "datapath/offload.hpp"
 
@@ -18,8 +22,24 @@ public:
     virtual void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                              std::span<const uint8_t> rest) = 0;
 
+    // The same with the rest gathered from several buffers (a GSO frame of
+    // datagrams read one by one). The tap writes them as they are; other
+    // sinks get them joined, in a buffer kept for the next frame.
+    virtual void write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
+                                   std::span<const iovec> rest) {
+        joined_.clear();
+        for (const iovec &v : rest) {
+            const auto *p = static_cast<const uint8_t *>(v.iov_base);
+            joined_.insert(joined_.end(), p, p + v.iov_len);
+        }
+        write_frame(h, frame, joined_);
+    }
+
 protected:
     ~GuestSink() = default;
+
+private:
+    std::vector<uint8_t> joined_;
 };
 
 } // namespace rknp

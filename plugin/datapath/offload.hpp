@@ -29,6 +29,7 @@ struct VnetHdr {
 inline constexpr uint8_t kVnetNeedsCsum = 1;
 inline constexpr uint8_t kVnetGsoTcp4 = 1;
 inline constexpr uint8_t kVnetGsoTcp6 = 4;
+inline constexpr uint8_t kVnetGsoUdpL4 = 5; // Linux >= 6.2 on a tap
 inline constexpr size_t kVnetHdrSize = sizeof(VnetHdr);
 // The tap read buffer: vnet header plus a 64 KiB TSO super-frame plus its
 // Ethernet header. No guest frame is longer.

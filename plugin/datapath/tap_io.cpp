@@ -77,6 +77,28 @@ void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
     Stats::add(stats_.bytes_to_tap, frame.size() + rest.size());
 }
 
+void TapIo::write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
+                              std::span<const iovec> rest) {
+    if (!tap_ || rest.size() > kMaxParts) {
+        Stats::add(stats_.frames_dropped, 1);
+        return;
+    }
+    iovec iov[kMaxParts + 2] = {{const_cast<VnetHdr *>(&h), kVnetHdrSize},
+                                {const_cast<uint8_t *>(frame.data()), frame.size()}};
+    size_t bytes = frame.size();
+    for (size_t i = 0; i < rest.size(); ++i) {
+        iov[2 + i] = rest[i];
+        bytes += rest[i].iov_len;
+    }
+    const int first = vnet_hdr_ ? 0 : 1;
+    if (::writev(tap_.get(), iov + first, int(2 + rest.size()) - first) < 0) {
+        Stats::add(stats_.frames_dropped, 1);
+        return;
+    }
+    Stats::add(stats_.frames_to_tap, 1);
+    Stats::add(stats_.bytes_to_tap, bytes);
+}
+
 void TapIo::write_iov(std::span<const iovec> iov) {
     if (!tap_ || ::writev(tap_.get(), iov.data(), int(iov.size())) < 0) {
         Stats::add(stats_.frames_dropped, 1);
@@ -86,6 +108,30 @@ void TapIo::write_iov(std::span<const iovec> iov) {
     for (size_t i = 1; i < iov.size(); ++i) bytes += iov[i].iov_len;
     Stats::add(stats_.frames_to_tap, 1);
     Stats::add(stats_.bytes_to_tap, bytes);
+}
+
+bool TapIo::takes_udp_gso() {
+    if (!tap_ || !vnet_hdr_) return false;
+    // Ethernet (to 02:72:6b:6e:70:00, not the guest), IPv4 10.0.2.2 ->
+    // 0.0.0.0, UDP 9 -> 9 with two 8-byte segments.
+    uint8_t f[kProbeLen] = {0x02, 0x72, 0x6b, 0x6e, 0x70, 0x00, 0x52, 0x55, 10, 0, 2, 2,
+                            0x08, 0x00};
+    uint8_t *ip = f + 14;
+    ip[0] = 0x45;
+    ip[3] = uint8_t(kProbeLen - 14);
+    ip[8] = 1;
+    ip[9] = kProtoUdp;
+    ip[12] = 10;
+    ip[14] = 2;
+    ip[15] = 2;
+    uint8_t *udp = ip + 20;
+    udp[1] = udp[3] = 9;
+    udp[5] = uint8_t(kProbeLen - 34);
+    VnetHdr h = partial_l4_checksum(f, 14, 34, 42, kProbeLen - 34, false, kProtoUdp);
+    h.gso_type = kVnetGsoUdpL4;
+    h.gso_size = 8;
+    iovec iov[2] = {{&h, kVnetHdrSize}, {f, sizeof f}};
+    return ::writev(tap_.get(), iov, 2) == ssize_t(kVnetHdrSize + sizeof f);
 }
 
 } // namespace rknp

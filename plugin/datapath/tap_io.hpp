@@ -48,12 +48,23 @@ public:
     // Frames for a detached tap are dropped and counted.
     void write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                      std::span<const uint8_t> rest) override;
+    // One writev, vnet header and frame first (at most kMaxParts parts).
+    void write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
+                           std::span<const iovec> rest) override;
+    static constexpr size_t kMaxParts = 64;
 
     // A frame given as iovecs, its vnet header first (the TCP fast path's
     // batch); the tap must have vnet headers.
     void write_iov(std::span<const iovec> iov);
 
+    // Whether the tap takes UDP GSO frames (VIRTIO_NET_HDR_GSO_UDP_L4,
+    // Linux >= 6.2; older kernels refuse the write with EINVAL). Asks by
+    // writing one such frame addressed to a MAC no guest has, which the
+    // guest's stack drops as another host's. Only with vnet headers.
+    bool takes_udp_gso();
+
 private:
+    static constexpr size_t kProbeLen = 14 + 20 + 8 + 16;
     Stats &stats_;
     UniqueFd tap_;
     bool vnet_hdr_ = false;

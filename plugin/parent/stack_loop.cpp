@@ -212,6 +212,14 @@ void StackLoop::publish_stats() {
 void StackLoop::adopt_tap(handover::Accepted &&a) {
     tap_.attach(std::move(a.tap), a.vnet_hdr);
     if (fast_ && !a.vnet_hdr) forwards_to_slirp();
+    if (udp_fast_ && a.vnet_hdr) {
+        const bool gso = tap_.takes_udp_gso();
+        udp_fast_->set_guest_gso(gso);
+        cfg_.logger.info(gso ? "UDP fast path: datagrams the host socket coalesced reach "
+                               "the guest as one GSO frame (the tap takes UDP GSO)"
+                             : "UDP fast path: one frame a datagram to the guest (the tap "
+                               "takes no UDP GSO frames: Linux before 6.2)");
+    }
     stats_.tap_attached.store(true);
     cfg_.logger.info("tap \"" + a.ifname + "\" attached" +
                      (a.vnet_hdr ? " (offloads on)" : " (offloads off)"));

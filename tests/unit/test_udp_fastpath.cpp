@@ -181,6 +181,79 @@ TEST_CASE("udp_fastpath: coalesced host reads reach the guest as separate datagr
     }
 }
 
+TEST_CASE("udp_fastpath: where the tap takes UDP GSO, a burst of host datagrams is one frame") {
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Rig rig(1500);
+        rig.path.set_guest_gso(true);
+        Addrs a(v6);
+        HostSocket srv(v6);
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40012, srv.port, pattern(10, 1))) ==
+                Verdict::Consumed);
+        rig.path.flush();
+        sockaddr_storage from{};
+        REQUIRE(srv.recv(&from));
+        std::vector<Bytes> answers;
+        for (int i = 0; i < 12; ++i) answers.push_back(pattern(1400, uint8_t(i)));
+        answers.push_back(pattern(600, 99)); // a shorter one ends a frame
+        answers.push_back(pattern(1400, 100));
+        answers.push_back(pattern(3000, 101)); // over the MTU: fragments
+        for (const Bytes &b : answers) srv.reply(from, b);
+        // What the guest's kernel makes of the frames: the datagrams.
+        std::vector<Bytes> got;
+        size_t gso_frames = 0, seen = 0;
+        for (int polls = 0; got.size() < answers.size() && polls < 50; ++polls) {
+            rig.poll_host(200);
+            for (; seen < rig.guest.out.size(); ++seen) {
+                const Out &o = rig.guest.out[seen];
+                Ip ip = ip_of(o.frame, v6);
+                if (!v6 && (be16(ip.hdr + 6) & 0x3fff) != 0) { // fragments: one datagram
+                    std::vector<Out> frags(rig.guest.out.begin() + long(seen),
+                                           rig.guest.out.end());
+                    if (frags.size() < 3) break;
+                    Bytes udp = reassemble({frags.begin(), frags.begin() + 3}, v6);
+                    got.emplace_back(udp.begin() + 8, udp.end());
+                    seen += 2;
+                    continue;
+                }
+                if (v6 && ip.proto == 44) {
+                    std::vector<Out> frags(rig.guest.out.begin() + long(seen),
+                                           rig.guest.out.end());
+                    if (frags.size() < 3) break;
+                    Bytes udp = reassemble({frags.begin(), frags.begin() + 3}, v6);
+                    got.emplace_back(udp.begin() + 8, udp.end());
+                    seen += 2;
+                    continue;
+                }
+                const Bytes f = completed(o);
+                Ip full = ip_of(f, v6);
+                CHECK(be16(full.payload.data() + 4) == full.payload.size());
+                CHECK(l4_checksum_ok(v6, full.hdr, full.payload, 17));
+                std::span<const uint8_t> data = full.payload.subspan(8);
+                if (o.vnet.gso_type == kVnetGsoUdpL4) {
+                    ++gso_frames;
+                    CHECK(o.vnet.gso_size == 1400);
+                    CHECK((o.vnet.flags & kVnetNeedsCsum) != 0);
+                    for (size_t off = 0; off < data.size(); off += o.vnet.gso_size)
+                        got.emplace_back(data.begin() + long(off),
+                                         data.begin() + long(std::min<size_t>(
+                                                            off + o.vnet.gso_size, data.size())));
+                } else {
+                    got.emplace_back(data.begin(), data.end());
+                }
+            }
+        }
+        REQUIRE(got.size() == answers.size());
+        for (size_t i = 0; i < answers.size(); ++i) {
+            CAPTURE(i);
+            CHECK(got[i] == answers[i]);
+        }
+        CHECK(gso_frames >= 1);
+        CHECK(rig.path.stats().gso_frames == gso_frames);
+        CHECK(rig.path.stats().datagrams_to_guest == answers.size());
+    }
+}
+
 TEST_CASE("udp_fastpath: host datagrams over the guest's MTU arrive as fragments") {
     for (bool v6 : {false, true}) {
         CAPTURE(v6);

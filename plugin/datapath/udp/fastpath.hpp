@@ -61,6 +61,7 @@ struct FastPathStats {
     uint64_t datagrams_to_host = 0, datagrams_to_guest = 0;
     uint64_t dropped_to_host = 0;  // the host socket refused them
     uint64_t segmented_sends = 0;  // UDP_SEGMENT sends (of > 1 datagram)
+    uint64_t gso_frames = 0;       // guest-bound frames of > 1 datagram
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
     uint64_t icmp_to_guest = 0;    // errors relayed
     uint64_t malformed = 0;
@@ -91,6 +92,9 @@ public:
 
     // The tap went away: every flow ends.
     void tap_detached();
+    // Whether the tap takes UDP GSO frames (TapIo::takes_udp_gso): then a
+    // coalesced host read goes to the guest as one frame.
+    void set_guest_gso(bool on) { guest_gso_ = on; }
 
     // The guest end (IPv4, host byte order) of a UDP forward libslirp
     // carries: datagrams from it stay libslirp's, whose forwarding socket
@@ -134,6 +138,8 @@ private:
     bool send(Flow &f, const uint8_t *data, size_t len, size_t seg);
     void receive(uint32_t idx);
     void to_guest(Flow &f, std::span<const uint8_t> payload);
+    // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
+    void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
     void drain_errors(uint32_t idx);
 
     FastPathConfig cfg_;
@@ -147,11 +153,13 @@ private:
     std::vector<uint8_t> rx_buf_; // kRecvBatch buffers of kRecvBuf bytes
     std::array<mmsghdr, kRecvBatch> rx_msgs_{};
     std::array<iovec, kRecvBatch> rx_iov_{};
+    std::array<iovec, kRecvBatch> gather_{}; // a GSO frame's payload parts
     // Room for a UDP_GRO cmsg per message.
     std::array<std::array<uint64_t, 4>, kRecvBatch> rx_ctl_{};
     std::array<uint8_t, kMaxHeaders> hdr_{};
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};
     uint32_t ip_id_ = 0;
+    bool guest_gso_ = false;
     struct GuestEnd {
         uint32_t addr4;
         uint16_t port;

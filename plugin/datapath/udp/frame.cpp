@@ -140,6 +140,20 @@ size_t build_datagram(uint8_t *hdr, VnetHdr &vnet, const Endpoints &ep,
     return l4 + kUdpLen;
 }
 
+bool fits_gso_frame(const Endpoints &ep, size_t payload_len) {
+    return (ep.v6 ? 0 : kIp4Len) + kUdpLen + payload_len <= 0xffff;
+}
+
+size_t build_gso_datagrams(uint8_t *hdr, VnetHdr &vnet, const Endpoints &ep,
+                           size_t payload_len, size_t seg, uint16_t ip_id) {
+    // The UDP header and the partial checksum cover the whole payload:
+    // the guest's kernel rewrites both for each datagram it cuts.
+    const size_t len = build_datagram(hdr, vnet, ep, payload_len, ip_id);
+    vnet.gso_type = kVnetGsoUdpL4;
+    vnet.gso_size = uint16_t(seg);
+    return len;
+}
+
 Fragments::Fragments(const Endpoints &ep, std::span<const uint8_t> payload,
                      uint32_t mtu, uint32_t id)
     : ep_(ep), payload_(payload), id_(id) {

@@ -60,6 +60,15 @@ bool fits_mtu(const Endpoints &ep, size_t payload_len, uint32_t mtu);
 size_t build_datagram(uint8_t *hdr, VnetHdr &vnet, const Endpoints &ep,
                       size_t payload_len, uint16_t ip_id);
 
+// Writes the headers of a UDP GSO frame (VIRTIO_NET_HDR_GSO_UDP_L4): a
+// payload of payload_len bytes the guest's kernel splits into datagrams of
+// seg bytes (the last may be shorter), each of which fits the MTU. Only
+// where the tap takes them (TapIo::takes_udp_gso) and the IP datagram
+// fits 16-bit lengths (fits_gso_frame).
+bool fits_gso_frame(const Endpoints &ep, size_t payload_len);
+size_t build_gso_datagrams(uint8_t *hdr, VnetHdr &vnet, const Endpoints &ep,
+                           size_t payload_len, size_t seg, uint16_t ip_id);
+
 // A datagram over the MTU, as IP fragments (the guest reassembles them).
 // For each fragment in turn: next() writes its headers into hdr and sets
 // the part of the payload that follows them; false when all are out.
