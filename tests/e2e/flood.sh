@@ -5,7 +5,9 @@
 # `rootlesskit --net=plugin` with new flows, 100k TCP SYNs and 100k UDP
 # datagrams from its own address and ever new source ports (64512 UDP
 # sources), while rootlesskit runs as the test user with a real fd limit
-# (prlimit, 4096). Once per TCP path (libslirp and the fast path):
+# (prlimit, 4096). Once through libslirp (--plugin-tcp=slirp
+# --plugin-udp=slirp) and once through the fast paths (TCP and UDP; the
+# UDP fast path holds a host socket per source for 30 s):
 #   - the parent's fd count (/proc/PID/fd) stays under the fds it had
 #     before plus the effective max_flows it logs, below its limit, and its
 #     RSS grows by less than 320 KiB per allowed host socket (what libslirp
@@ -28,7 +30,7 @@
 #
 # Needs $BUILD_DIR/bin/rootlesskit, rootlessctl, lib/librknp.so.1, uidmap,
 # util-linux (prlimit, nsenter), curl, python3. Traffic goes only to
-# loopback. One PASS/FAIL line per TCP path; exits non-zero if any failed.
+# loopback. One PASS/FAIL line per path; exits non-zero if any failed.
 set -euo pipefail
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -81,7 +83,7 @@ info() { local USER_TIMEOUT=10; ctl info; }
 fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-# flood_case TCP_PATH (slirp|fast)
+# flood_case PATH (slirp|fast): for TCP and UDP alike
 flood_case() {
     local path=$1 tp parent cpid base_fds base_rss max_fds=0 max_rss=0 max_flows
     local fpid n=0 info_fail=0 fds rss sha out line refused limited ARGV
@@ -90,7 +92,7 @@ flood_case() {
     tp=$(free_port 127.0.0.1)
     # --debug: the plugin's info records (the effective max_flows).
     user_argv prlimit --nofile="$NOFILE:$NOFILE" -- "$RK" --debug --net=plugin --net-plugin="$LIB" \
-        --plugin-tcp="$path" --plugin-max-new-flows-per-sec=5000 --copy-up=/etc --port-driver=builtin --state-dir="$ST" \
+        --plugin-tcp="$path" --plugin-udp="$path" --plugin-max-new-flows-per-sec=5000 --copy-up=/etc --port-driver=builtin --state-dir="$ST" \
         -p "127.0.0.1:$tp:8080/tcp" -- \
         "$PY" "$SCRATCH/bin/port_helper.py" serve "$SCRATCH/www" 8080 5353
     start_port_helper || return 1
