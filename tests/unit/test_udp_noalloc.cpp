@@ -48,15 +48,30 @@ template <class F> size_t counted(F &&f) {
     return g_allocs;
 }
 
-// Counts guest-bound frames without keeping them (a Collector allocates).
+// Counts guest-bound frames without keeping them (a Collector allocates);
+// a UDP GSO frame counts as the datagrams the guest cuts it into.
 struct CountingSink final : GuestSink {
-    size_t frames = 0, partial = 0, icmp = 0;
+    size_t frames = 0, partial = 0, icmp = 0, gso = 0;
     void write_frame(const VnetHdr &h, std::span<const uint8_t> f,
-                     std::span<const uint8_t>) override {
-        ++frames;
+                     std::span<const uint8_t> rest) override {
+        count(h, f, f.size() + rest.size());
+    }
+    void write_frame_parts(const VnetHdr &h, std::span<const uint8_t> f,
+                           std::span<const iovec> rest) override {
+        size_t len = f.size();
+        for (const iovec &v : rest) len += v.iov_len;
+        count(h, f, len);
+    }
+    void count(const VnetHdr &h, std::span<const uint8_t> f, size_t len) {
         if (h.flags & kVnetNeedsCsum) ++partial;
         const uint8_t proto = be16(f.data() + 12) == 0x86dd ? f[20] : f[23];
         if (proto == 1 || proto == 58) ++icmp;
+        if (h.gso_type != kVnetGsoUdpL4) {
+            ++frames;
+            return;
+        }
+        ++gso;
+        frames += (len - h.hdr_len + h.gso_size - 1) / h.gso_size;
     }
 };
 
@@ -117,9 +132,11 @@ struct Setup {
 TEST_CASE("udp_noalloc: no allocation per datagram, either direction, nor per ICMP error") {
     // The instrument itself works.
     REQUIRE(counted([] { std::vector<int> v(10); (void)v; }) == 1);
-    for (bool v6 : {false, true}) {
+    for (auto [v6, gso] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
         CAPTURE(v6);
+        CAPTURE(gso);
         Setup s;
+        s.path.set_guest_gso(gso); // the tap takes UDP GSO frames
         uint8_t guest[16], gw[16];
         if (v6) {
             addr6(guest, "fd00::100");
@@ -187,6 +204,7 @@ TEST_CASE("udp_noalloc: no allocation per datagram, either direction, nor per IC
             REQUIRE(s.sink.icmp == icmp + 1);
         }
         CHECK(s.path.stats().fragmented == 5);
+        CHECK((s.sink.gso > 0) == gso);
         CHECK(s.path.flows() == 2);
         CHECK(s.allocs == 0);
     }
