@@ -367,7 +367,9 @@ port_case() {
     expect "port driver $pd" "\"portDriver\":\{\"driver\":\"$pd\"" "$out"
     if [ "$net" = plugin ]; then
         expect "the plugin named in the port driver's extra" \
-            "\"extra\":\\{[^}]*\"rknp\\.plugin\":\"${LIB//./\\.}\",(\"rknp\\.tcp_peek\":\"[a-z]+\",)?\"rknp\\.version\":\"[0-9.]+\"" "$out"
+            "\"extra\":\\{[^}]*\"rknp\\.plugin\":\"${LIB//./\\.}\",(\"rknp\\.tcp_peek\":\"[a-z]+\",)?\"rknp\\.udp_path\":\"[a-z]+\",\"rknp\\.version\":\"[0-9.]+\"" "$out"
+        # The UDP path: the fast path unless the tap has no offloads.
+        expect "the UDP fast path in force (rknp.udp_path)" '"extra":\{[^}]*"rknp\.udp_path":"fast"' "$out"
         # The fast path's peek mode in force: the forced one, else either;
         # none without the fast path.
         case ${E2E_PLUGIN_TCP:-}:${E2E_PLUGIN_TCP_PEEK:-} in
