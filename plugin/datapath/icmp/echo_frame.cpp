@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "datapath/checksum.hpp"
+#include "datapath/flows/ip_packet.hpp"
 #include "datapath/offload.hpp"
 
 namespace rknp::icmp {
@@ -16,12 +17,6 @@ namespace {
 constexpr uint16_t kIpv4 = 0x0800, kIpv6 = 0x86dd;
 constexpr uint8_t kProtoIcmp = 1, kProtoIcmp6 = 58;
 constexpr uint8_t kTtl = 64; // as the TCP fast path's frames
-
-void map_v4(const uint8_t *v4, uint8_t out[16]) {
-    std::memset(out, 0, 10);
-    out[10] = out[11] = 0xff;
-    std::memcpy(out + 12, v4, 4);
-}
 
 // The ICMPv6 pseudo-header sum (RFC 8200 8.1) of a message of len bytes.
 uint64_t pseudo6(const uint8_t src[16], const uint8_t dst[16], size_t len) {
@@ -55,55 +50,25 @@ void put_ip4(uint8_t *ip, const ReplyEnds &e, size_t total, uint16_t id,
 } // namespace
 
 Parse parse_echo_request(std::span<const uint8_t> frame, EchoRequest &r) {
-    if (frame.size() < kEthLen) return Parse::NotEcho;
-    const uint8_t *p = frame.data();
-    const size_t avail = frame.size() - kEthLen;
-    const uint8_t *ip = p + kEthLen;
-    const uint8_t *l4;
-    size_t l4_len;
-    switch (be16(p + 12)) {
-    case kIpv4: {
-        if (avail < kIp4Len || (ip[0] >> 4) != 4 || ip[9] != kProtoIcmp)
-            return Parse::NotEcho;
-        if ((be16(ip + 6) & 0x3fff) != 0) return Parse::NotEcho; // fragment
-        size_t ihl = size_t(ip[0] & 0x0f) * 4;
-        size_t total = be16(ip + 2);
-        if (ihl < kIp4Len || total < ihl || total > avail) return Parse::Malformed;
-        if (total - ihl < kIcmpLen || ip[ihl] != kEchoRequest4)
-            return total - ihl < kIcmpLen ? Parse::Malformed : Parse::NotEcho;
-        if (csum_fold(csum_add(0, ip, ihl)) != 0xffff) return Parse::Malformed;
-        l4 = ip + ihl;
-        l4_len = total - ihl;
-        r.v6 = false;
-        map_v4(ip + 12, r.src);
-        map_v4(ip + 16, r.dst);
-        break;
-    }
-    case kIpv6: {
-        if (avail < kIp6Len || (ip[0] >> 4) != 6 || ip[6] != kProtoIcmp6)
-            return Parse::NotEcho; // extension headers included
-        size_t plen = be16(ip + 4);
-        if (plen > avail - kIp6Len) return Parse::Malformed;
-        if (plen < kIcmpLen || ip[kIp6Len] != kEchoRequest6)
-            return plen < kIcmpLen ? Parse::Malformed : Parse::NotEcho;
-        l4 = ip + kIp6Len;
-        l4_len = plen;
-        r.v6 = true;
-        std::memcpy(r.src, ip + 8, 16);
-        std::memcpy(r.dst, ip + 24, 16);
-        break;
-    }
-    default:
-        return Parse::NotEcho;
-    }
+    IpPacket ip;
+    if (const IpParse v = parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip); v != IpParse::Ok)
+        return v == IpParse::Other ? Parse::NotEcho : Parse::Malformed;
+    const uint8_t *l4 = ip.l4.data();
+    if (ip.l4.size() < kIcmpLen) return Parse::Malformed;
+    if (l4[0] != (ip.v6 ? kEchoRequest6 : kEchoRequest4)) return Parse::NotEcho;
+    if (!ip.v6 && csum_fold(csum_add(0, ip.header.data(), ip.header.size())) != 0xffff)
+        return Parse::Malformed;
     // Ping sockets send only code 0 (EINVAL otherwise); neither RFC 792
     // nor 4443 defines another.
     if (l4[1] != 0) return Parse::Malformed;
-    std::memcpy(r.src_mac, p + 6, 6);
+    r.v6 = ip.v6;
+    std::memcpy(r.src, ip.src, 16);
+    std::memcpy(r.dst, ip.dst, 16);
+    std::memcpy(r.src_mac, frame.data() + 6, 6);
     r.id = be16(l4 + 4);
     r.seq = be16(l4 + 6);
-    r.message = {l4, l4_len};
-    r.packet = {ip, size_t(l4 - ip) + l4_len};
+    r.message = ip.l4;
+    r.packet = {ip.header.data(), ip.header.size() + ip.l4.size()};
     return Parse::Ok;
 }
 

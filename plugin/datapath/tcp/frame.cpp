@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "datapath/checksum.hpp"
+#include "datapath/flows/ip_packet.hpp"
 
 namespace rknp::tcp {
 
@@ -48,47 +49,19 @@ void parse_options(const uint8_t *p, size_t len, Segment &s) {
 } // namespace
 
 Parse parse_segment(std::span<const uint8_t> frame, Segment &s) {
-    if (frame.size() < kEthLen) return Parse::NotTcp;
-    const uint8_t *p = frame.data();
-    const size_t avail = frame.size() - kEthLen;
-    const uint8_t *ip = p + kEthLen;
-    const uint8_t *l4;
-    size_t l4_len;
-    switch (be16(p + 12)) {
-    case 0x0800: {
-        if (avail < kIp4Len || (ip[0] >> 4) != 4 || ip[9] != 6)
-            return Parse::NotTcp;
-        if ((be16(ip + 6) & 0x3fff) != 0) return Parse::NotTcp; // fragment
-        size_t ihl = size_t(ip[0] & 0x0f) * 4;
-        size_t total = be16(ip + 2);
-        if (ihl < kIp4Len || total < ihl || total > avail) return Parse::Malformed;
-        l4 = ip + ihl;
-        l4_len = total - ihl;
-        s.v6 = false;
-        map_v4(ip + 12, s.src);
-        map_v4(ip + 16, s.dst);
-        break;
-    }
-    case 0x86dd: {
-        if (avail < kIp6Len || (ip[0] >> 4) != 6 || ip[6] != 6)
-            return Parse::NotTcp; // extension headers included
-        size_t plen = be16(ip + 4);
-        // plen 0 would be a jumbogram (hop-by-hop option): never TCP here.
-        if (plen == 0 || kIp6Len + plen > avail) return Parse::Malformed;
-        l4 = ip + kIp6Len;
-        l4_len = plen;
-        s.v6 = true;
-        std::memcpy(s.src, ip + 8, 16);
-        std::memcpy(s.dst, ip + 24, 16);
-        break;
-    }
-    default:
-        return Parse::NotTcp;
-    }
+    IpPacket ip;
+    if (const IpParse v = parse_ip(frame, kProtoTcp, kProtoTcp, ip); v != IpParse::Ok)
+        return v == IpParse::Other ? Parse::NotTcp : Parse::Malformed;
+    // An IPv6 payload length of 0 (a jumbogram's) falls here too.
+    const uint8_t *l4 = ip.l4.data();
+    const size_t l4_len = ip.l4.size();
     if (l4_len < kTcpLen) return Parse::Malformed;
     size_t doff = size_t(l4[12] >> 4) * 4;
     if (doff < kTcpLen || doff > l4_len) return Parse::Malformed;
-    std::memcpy(s.src_mac, p + 6, 6);
+    s.v6 = ip.v6;
+    std::memcpy(s.src, ip.src, 16);
+    std::memcpy(s.dst, ip.dst, 16);
+    std::memcpy(s.src_mac, frame.data() + 6, 6);
     s.sport = be16(l4);
     s.dport = be16(l4 + 2);
     s.seq = be32(l4 + 4);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "datapath/checksum.hpp"
+#include "datapath/flows/ip_packet.hpp"
 
 namespace rknp::udp {
 
@@ -79,48 +80,20 @@ uint64_t pseudo_sum(bool v6, const uint8_t *src, const uint8_t *dst,
 } // namespace
 
 Parse parse_datagram(std::span<const uint8_t> frame, Datagram &d) {
-    if (frame.size() < kEthLen) return Parse::NotUdp;
-    const uint8_t *p = frame.data();
-    const size_t avail = frame.size() - kEthLen;
-    const uint8_t *ip = p + kEthLen;
-    const uint8_t *l4;
-    size_t l4_len;
-    switch (be16(p + 12)) {
-    case 0x0800: {
-        if (avail < kIp4Len || (ip[0] >> 4) != 4 || ip[9] != kProtoUdp)
-            return Parse::NotUdp;
-        if ((be16(ip + 6) & 0x3fff) != 0) return Parse::NotUdp; // a fragment
-        const size_t ihl = size_t(ip[0] & 0x0f) * 4, total = be16(ip + 2);
-        if (ihl < kIp4Len || total < ihl + kUdpLen || total > avail)
-            return Parse::Malformed;
-        d.v6 = false;
-        map_v4(ip + 12, d.src);
-        map_v4(ip + 16, d.dst);
-        l4 = ip + ihl;
-        l4_len = total - ihl;
-        break;
-    }
-    case 0x86dd: {
-        if (avail < kIp6Len || (ip[0] >> 4) != 6 || ip[6] != kProtoUdp)
-            return Parse::NotUdp;
-        const size_t plen = be16(ip + 4);
-        if (plen < kUdpLen || kIp6Len + plen > avail) return Parse::Malformed;
-        d.v6 = true;
-        std::memcpy(d.src, ip + 8, 16);
-        std::memcpy(d.dst, ip + 24, 16);
-        l4 = ip + kIp6Len;
-        l4_len = plen;
-        break;
-    }
-    default:
-        return Parse::NotUdp;
-    }
+    IpPacket ip;
+    if (const IpParse v = parse_ip(frame, kProtoUdp, kProtoUdp, ip); v != IpParse::Ok)
+        return v == IpParse::Other ? Parse::NotUdp : Parse::Malformed;
+    const uint8_t *l4 = ip.l4.data();
+    if (ip.l4.size() < kUdpLen) return Parse::Malformed;
     const size_t udp_len = be16(l4 + 4);
-    if (udp_len < kUdpLen || udp_len > l4_len) return Parse::Malformed;
+    if (udp_len < kUdpLen || udp_len > ip.l4.size()) return Parse::Malformed;
     // A partial checksum (the pseudo-header sum) is never zero: one's
     // complement sums of non-zero data fold to 0xffff, not 0.
-    if (d.v6 && be16(l4 + 6) == 0) return Parse::Malformed;
-    std::memcpy(d.src_mac, p + 6, 6);
+    if (ip.v6 && be16(l4 + 6) == 0) return Parse::Malformed;
+    d.v6 = ip.v6;
+    std::memcpy(d.src, ip.src, 16);
+    std::memcpy(d.dst, ip.dst, 16);
+    std::memcpy(d.src_mac, frame.data() + 6, 6);
     d.sport = be16(l4);
     d.dport = be16(l4 + 2);
     d.payload = {l4 + kUdpLen, udp_len - kUdpLen};

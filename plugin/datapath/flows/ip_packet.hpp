@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The Ethernet and IP layers of a guest frame as the fast paths (TCP, UDP,
+// ICMP echo) read them: one unfragmented IPv4 or IPv6 packet of a given
+// transport protocol, its IP lengths checked against the frame and its
+// addresses held as the flows hold them (IPv4-mapped unless IPv6).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rknp {
+
+enum class IpParse {
+    Other,     // not an IPv4/IPv6 packet of the protocol we can look into
+               // (other ethertypes and protocols, IPv4 fragments, IPv6
+               // extension headers, frames too short for the IP header)
+    Malformed, // a packet of the protocol whose IP lengths lie: drop
+    Ok,
+};
+
+// A validated packet: both spans lie inside the frame, header directly
+// followed by l4.
+struct IpPacket {
+    bool v6 = false;
+    uint8_t src[16]{}, dst[16]{};    // IPv4-mapped (::ffff:a.b.c.d) unless v6
+    std::span<const uint8_t> header; // the IP header, IPv4 options included
+    std::span<const uint8_t> l4;     // the IP payload: to the IPv4 total
+                                     // length or the IPv6 payload length,
+                                     // Ethernet padding left out; may be empty
+};
+
+// Parses the Ethernet frame eth_frame (no vnet header) as an IPv4 packet of
+// protocol proto4 or an IPv6 packet whose next header is proto6. IPv4: the
+// version, protocol and no fragment bits (MF, offset) decide Other; an IHL
+// below 5 or a total length below the IHL or past the frame is Malformed;
+// options are skipped, the header checksum is not checked. IPv6: the
+// version and next header decide Other; a payload length past the frame is
+// Malformed. out is set only on Ok.
+IpParse parse_ip(std::span<const uint8_t> eth_frame, uint8_t proto4, uint8_t proto6,
+                 IpPacket &out);
+
+} // namespace rknp
