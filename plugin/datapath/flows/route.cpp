@@ -112,4 +112,16 @@ Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
     return ep;
 }
 
+uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer) {
+    uint32_t a = 0;
+    if (peer.ss_family == AF_INET) {
+        a = ntohl(reinterpret_cast<const sockaddr_in &>(peer).sin_addr.s_addr);
+    } else if (peer.ss_family == AF_INET6) {
+        const auto &a6 = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr;
+        if (is_mapped_v4(a6.s6_addr)) a = ipv4_of(a6.s6_addr);
+    }
+    if (!is_unicast4(a) || (a & net.mask4) == (net.net4 & net.mask4)) a = net.gateway4;
+    return a;
+}
+
 } // namespace rknp

@@ -74,4 +74,11 @@ Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
                                const uint8_t dst[16], uint16_t sport,
                                uint16_t dport);
 
+// The client address a guest sees on a forwarded port (IPv4, host byte
+// order), as libslirp's sotranslate_accept has it: the peer's own IPv4
+// address (or the IPv4 of an IPv4-mapped one), the gateway for loopback,
+// IPv6, and anything the guest's answer would not come back to us for
+// (its own network, non-unicast).
+uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer);
+
 } // namespace rknp

@@ -132,20 +132,7 @@ void FastPath::resume_listeners() {
 }
 
 uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
-    uint32_t a = 0;
-    if (peer.ss_family == AF_INET) {
-        a = ntohl(reinterpret_cast<const sockaddr_in &>(peer).sin_addr.s_addr);
-    } else if (peer.ss_family == AF_INET6) {
-        // The guest is IPv4: an IPv6 peer (loopback or not) shows as the
-        // gateway, an IPv4-mapped one as its IPv4 address.
-        const auto &a6 = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr;
-        if (is_mapped_v4(a6.s6_addr)) a = ipv4_of(a6.s6_addr);
-    }
-    // Loopback and unspecified as libslirp has it; also anything the
-    // guest's answer would not come back to us for (its own network,
-    // non-unicast).
-    if (!is_unicast4(a) || (a & cfg_.mask4) == (cfg_.net4 & cfg_.mask4)) a = cfg_.gateway4;
-    return a;
+    return rknp::forwarded_source(cfg_, peer);
 }
 
 void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
