@@ -50,6 +50,7 @@ FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
 
 Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
+    learn_guest_mac(frame);
     Datagram d;
     switch (parse_datagram(frame, d)) {
     case Parse::NotUdp:
@@ -63,17 +64,20 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     // DHCP is libslirp's wherever it is addressed; port 0 is not a flow.
     if (d.dport == kDhcpServerPort || d.sport == 0 || d.dport == 0)
         return Verdict::NotMine;
-    if (!d.v6 && !slirp_ends_.empty() &&
-        std::find(slirp_ends_.begin(), slirp_ends_.end(), GuestEnd{ipv4_of(d.src), d.sport}) !=
-            slirp_ends_.end())
-        return Verdict::NotMine;
     const Route r = classify(cfg_, d.v6, d.src, d.dst);
     if (r == Route::NotMine || r == Route::Refuse) return Verdict::NotMine;
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
     std::optional<uint32_t> idx = table_.find(d.src, d.dst, d.sport, d.dport, d.v6, h);
+    // New flows from the guest end of a forward libslirp carries are
+    // libslirp's (a fast-path forward's flows to the same end stay ours).
+    if (!idx && !d.v6 && !slirp_ends_.empty() &&
+        std::find(slirp_ends_.begin(), slirp_ends_.end(), GuestEnd{ipv4_of(d.src), d.sport}) !=
+            slirp_ends_.end())
+        return Verdict::NotMine;
     if (!idx) idx = open_flow(d, r, h);
     if (!idx) return Verdict::Consumed; // refused: counted
     table_[*idx].last_ms = now();
+    if (table_[*idx].fwd >= 0) table_[*idx].answered = true; // the guest replied
     queue(*idx, d.payload);
     return Verdict::Consumed;
 }
@@ -126,6 +130,7 @@ void FastPath::close_flow(uint32_t idx) {
     if (run_.count != 0 && run_.idx == idx) flush();
     timers_.cancel(idx);
     table_[idx].sock.reset(); // leaves the epoll set with it
+    table_[idx].fwd = -1;
     table_.release(idx);
 }
 
@@ -184,6 +189,10 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
     msghdr m{};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
+    if (f.fwd >= 0) { // the forward's socket, to the client
+        m.msg_name = &f.client;
+        m.msg_namelen = f.client_len;
+    }
     alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
     if (seg < len) {
         m.msg_control = ctl;
@@ -196,7 +205,7 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         std::memcpy(CMSG_DATA(c), &s, sizeof s);
     }
     for (int attempt = 0; attempt < 2; ++attempt) {
-        if (::sendmsg(f.sock.get(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
+        if (::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
         if (errno != EINTR && !icmp_left_error(errno)) return false;
     }
     return false;
@@ -207,6 +216,10 @@ void FastPath::poll_events() {
     const int n = ::epoll_wait(ep_.get(), evs, kMaxEvents, 0);
     for (int i = 0; i < n; ++i) {
         const uint64_t ref = evs[i].data.u64;
+        if (ref & kForwardTag) {
+            receive_forward(size_t(ref & ~kForwardTag));
+            continue;
+        }
         if (!table_.names_open_flow(ref)) continue;
         const uint32_t idx = uint32_t(ref);
         if (evs[i].events & EPOLLERR) drain_errors(idx);
@@ -374,6 +387,7 @@ void FastPath::tap_detached() {
     flush();
     for (uint32_t i = 0; i < table_.slots(); ++i)
         if (!table_[i].closed()) close_flow(i);
+    guest_mac_known_ = false; // the next tap's guest may differ
 }
 
 void FastPath::keep_for_libslirp(uint32_t guest4, uint16_t guest_port) {

@@ -11,7 +11,8 @@
 // reports (IP_RECVERR: port unreachable, ...) reach the guest as ICMP, so
 // its connected sockets see ECONNREFUSED. No allocation per datagram.
 // DNS to the virtual DNS address, DHCP, and everything inside the virtual
-// network stay libslirp's (NotMine).
+// network stay libslirp's (NotMine). Forwarded ports: a host socket each,
+// each client address a flow towards the guest's end (add_forward).
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
@@ -20,6 +21,7 @@
 // Guest-bound frames go straight to the GuestSink. Stack thread only.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -38,6 +40,13 @@
 #include "datapath/udp/frame.hpp"
 
 namespace rknp::udp {
+
+// A forwarded port's client (AF_INET or AF_INET6).
+union ClientAddr {
+    sockaddr sa;
+    sockaddr_in v4;
+    sockaddr_in6 v6;
+};
 
 struct FastPathConfig : VirtualNet {
     uint32_t mtu = 65520;
@@ -65,6 +74,12 @@ struct FastPathStats {
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
     uint64_t icmp_to_guest = 0;    // errors relayed
     uint64_t malformed = 0;
+    // Forwarded ports: datagrams from clients, flows refused because a
+    // flow with the same guest-side 4-tuple exists (two clients that the
+    // gateway translation makes one, or a flow the guest opened), and
+    // datagrams dropped while the guest's MAC was asked for.
+    uint64_t forward_datagrams = 0, forward_clashes = 0, forward_waiting_mac = 0;
+    uint64_t arp_requests = 0;
 };
 
 class FastPath {
@@ -96,9 +111,25 @@ public:
     // coalesced host read goes to the guest as one frame.
     void set_guest_gso(bool on) { guest_gso_ = on; }
 
+    // Forwarded ports, to guest4:guest_port (IPv4, host byte order): a
+    // host socket bound to host (IPv6 ones IPV6_V6ONLY; no SO_REUSEADDR,
+    // which for UDP would let another socket share the port) in the epoll
+    // set. Each client address sending to it opens a flow (admitted as a
+    // guest's) from the client as the guest sees it (forwarded_source) to
+    // guest4:guest_port; the guest's replies leave through the forward's
+    // socket with sendto to the client. 0 or an errno (EADDRINUSE).
+    int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                    uint16_t guest_port);
+    // Closes the forward's socket and its flows (as libslirp, whose one
+    // socket carries them all). False: no such forward.
+    bool remove_forward(const sockaddr *host, socklen_t host_len);
+    size_t forwards() const;
+
     // The guest end (IPv4, host byte order) of a UDP forward libslirp
-    // carries: datagrams from it stay libslirp's, whose forwarding socket
-    // must carry the replies. Counted: two forwards may share one end.
+    // carries (it moved there for a tap without vnet headers, which a tap
+    // with them may follow): datagrams from it stay libslirp's, whose
+    // forwarding socket must carry the replies. Counted: two forwards may
+    // share one end.
     void keep_for_libslirp(uint32_t guest4, uint16_t guest_port);
     void release_to_fast_path(uint32_t guest4, uint16_t guest_port);
 
@@ -112,8 +143,20 @@ private:
         int64_t last_ms = 0;
         bool answered = false;  // the host sent something back
         bool segmentation = true; // UDP_SEGMENT works towards this peer
+        // A forwarded flow: no socket of its own; replies sendto client
+        // on fwds_[fwd].
+        int32_t fwd = -1;
+        ClientAddr client{};
+        socklen_t client_len = 0;
         const Endpoints &endpoints() const { return ep; }
-        bool closed() const { return !sock.valid(); }
+        bool closed() const { return !sock.valid() && fwd < 0; }
+    };
+    struct Forward {
+        UniqueFd fd; // invalid: free entry
+        sockaddr_storage host{};
+        socklen_t host_len = 0;
+        uint32_t guest4 = 0;
+        uint16_t guest_port = 0;
     };
     // Guest datagrams queued for one UDP_SEGMENT send: one flow, all of
     // size seg except perhaps the last.
@@ -126,6 +169,9 @@ private:
     static constexpr size_t kRunMaxSegments = 64;
     static constexpr size_t kRunMaxBytes = 65507;
     static constexpr int kMaxEvents = 64;
+    // epoll data: flows have FlowTable::ref (generation << 32 | slot, the
+    // generation 30 bits), forwards this bit and their index in fwds_.
+    static constexpr uint64_t kForwardTag = uint64_t(1) << 62;
     static constexpr size_t kRecvBatch = 16;
     static constexpr size_t kRecvBuf = 65536;
 
@@ -141,6 +187,18 @@ private:
     // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
     void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
     void drain_errors(uint32_t idx);
+    int flow_fd(const Flow &f) const { return f.fwd >= 0 ? fwds_[size_t(f.fwd)].fd.get() : f.sock.get(); }
+    // Reads a forward's socket (one recvmmsg batch: level-triggered).
+    void receive_forward(size_t slot);
+    // The flow of a client's datagrams on forward slot, opened if new;
+    // nullopt: refused (counted).
+    std::optional<uint32_t> forwarded_flow(size_t slot, const ClientAddr &client,
+                                           socklen_t len);
+    void close_forward_flows(size_t slot);
+    // Forwarded flows need the guest's MAC (a guest flow has it from its
+    // first frame): learned from every guest frame, asked for with ARP.
+    void learn_guest_mac(std::span<const uint8_t> frame);
+    void send_arp(uint32_t guest4);
 
     FastPathConfig cfg_;
     GuestSink &guest_;
@@ -156,6 +214,7 @@ private:
     std::array<iovec, kRecvBatch> gather_{}; // a GSO frame's payload parts
     // Room for a UDP_GRO cmsg per message.
     std::array<std::array<uint64_t, 4>, kRecvBatch> rx_ctl_{};
+    std::array<ClientAddr, kRecvBatch> rx_names_{}; // forwards' clients
     std::array<uint8_t, kMaxHeaders> hdr_{};
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};
     uint32_t ip_id_ = 0;
@@ -166,6 +225,10 @@ private:
         bool operator==(const GuestEnd &) const = default;
     };
     std::vector<GuestEnd> slirp_ends_; // keep_for_libslirp, one per forward
+    std::vector<Forward> fwds_;
+    uint8_t guest_mac_[6]{};
+    bool guest_mac_known_ = false;
+    int64_t last_arp_ms_ = -1;
 };
 
 } // namespace rknp::udp

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The UDP fast path's forwarded ports: one host socket per forward in the
+// path's epoll set; each client address sending to it is a flow towards
+// the guest's end, whose replies leave through that socket (sendto).
+#include "datapath/udp/fastpath.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/udp.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace rknp::udp {
+
+namespace {
+
+bool same_host(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
+    if (a.ss_family != b->sa_family) return false;
+    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
+        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in *>(b);
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
+        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
+        return x->sin6_port == y->sin6_port &&
+               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+    }
+    return false;
+}
+
+bool same_client(const ClientAddr &a, const ClientAddr &b) {
+    if (a.sa.sa_family != b.sa.sa_family) return false;
+    if (a.sa.sa_family == AF_INET)
+        return a.v4.sin_port == b.v4.sin_port && a.v4.sin_addr.s_addr == b.v4.sin_addr.s_addr;
+    return a.v6.sin6_port == b.v6.sin6_port && a.v6.sin6_scope_id == b.v6.sin6_scope_id &&
+           std::memcmp(&a.v6.sin6_addr, &b.v6.sin6_addr, 16) == 0;
+}
+
+uint16_t client_port(const ClientAddr &c) {
+    return ntohs(c.sa.sa_family == AF_INET6 ? c.v6.sin6_port : c.v4.sin_port);
+}
+
+// ARP requests while the guest's MAC is unknown: at most one this often.
+constexpr int64_t kArpIntervalMs = 1000;
+
+} // namespace
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                          uint16_t guest_port) {
+    if (host_len > socklen_t(sizeof(sockaddr_storage)) ||
+        (host->sa_family != AF_INET && host->sa_family != AF_INET6))
+        return EINVAL;
+    UniqueFd fd(::socket(host->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return errno;
+    const int one = 1;
+    // "::" must not also claim the IPv4 port: that is a forward of its own.
+    // No SO_REUSEADDR: for UDP it would let any other socket with it bind
+    // the same port (and take datagrams), and hide EADDRINUSE.
+    if (host->sa_family == AF_INET6 &&
+        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        return errno;
+    if (::bind(fd.get(), host, host_len) < 0) return errno;
+    // Several datagrams of one client per read when they come in a burst.
+    if (cfg_.segmentation) (void)::setsockopt(fd.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
+    size_t slot = 0;
+    while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
+    if (slot == fwds_.size()) fwds_.emplace_back();
+    epoll_event ev{};
+    ev.events = EPOLLIN; // level-triggered: one batch per forward and round
+    ev.data.u64 = kForwardTag | slot;
+    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
+    Forward &f = fwds_[slot];
+    f.fd = std::move(fd);
+    std::memset(&f.host, 0, sizeof f.host);
+    std::memcpy(&f.host, host, host_len);
+    f.host_len = host_len;
+    f.guest4 = guest4;
+    f.guest_port = guest_port;
+    return 0;
+}
+
+bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
+    for (size_t slot = 0; slot < fwds_.size(); ++slot) {
+        Forward &f = fwds_[slot];
+        if (!f.fd || !same_host(f.host, host, host_len)) continue;
+        close_forward_flows(slot);
+        f.fd.reset(); // leaves the epoll set with it
+        return true;
+    }
+    return false;
+}
+
+size_t FastPath::forwards() const {
+    size_t n = 0;
+    for (const Forward &f : fwds_) n += f.fd ? 1 : 0;
+    return n;
+}
+
+void FastPath::close_forward_flows(size_t slot) {
+    for (uint32_t i = 0; i < table_.slots() && table_.open_flows() != 0; ++i)
+        if (!table_[i].closed() && table_[i].fwd == int32_t(slot)) close_flow(i);
+}
+
+std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &client,
+                                                 socklen_t len) {
+    const Forward &fw = fwds_[slot];
+    Endpoints ep;
+    ep.v6 = false;
+    if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
+    gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
+    map_v4(ipv4_bytes(fw.guest4).data(), ep.guest);
+    sockaddr_storage peer{};
+    std::memcpy(&peer, &client, std::min<size_t>(len, sizeof client));
+    map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
+    ep.guest_port = fw.guest_port;
+    ep.remote_port = client_port(client);
+    // The key the guest's replies carry (from its end to the client as
+    // it sees it).
+    const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
+    if (std::optional<uint32_t> idx =
+            table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h)) {
+        const Flow &f = table_[*idx];
+        if (f.fwd == int32_t(slot) && same_client(f.client, client)) return idx;
+        // A flow the guest opened, or another client the translation made
+        // the same: its replies could not be told apart.
+        ++stats_.forward_clashes;
+        return std::nullopt;
+    }
+    const Admission a = cfg_.admit_flow ? cfg_.admit_flow() : Admission::Accept;
+    std::optional<uint32_t> reserved = a == Admission::Accept ? table_.reserve() : std::nullopt;
+    if (!reserved) {
+        ++stats_.flows_refused;
+        return std::nullopt;
+    }
+    const uint32_t idx = *reserved;
+    Flow &f = table_[idx];
+    f.ep = ep;
+    f.sock.reset();
+    f.fwd = int32_t(slot);
+    f.client = client;
+    f.client_len = len;
+    f.last_ms = now();
+    f.answered = false; // until the guest replies
+    f.segmentation = cfg_.segmentation;
+    table_.insert(idx, h);
+    timers_.set(idx, f.last_ms + cfg_.idle_ms);
+    ++stats_.flows_opened;
+    return idx;
+}
+
+void FastPath::receive_forward(size_t slot) {
+    if (slot >= fwds_.size() || !fwds_[slot].fd) return;
+    for (size_t i = 0; i < kRecvBatch; ++i) {
+        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        m = msghdr{};
+        m.msg_name = &rx_names_[i];
+        m.msg_namelen = sizeof rx_names_[i];
+        m.msg_iov = &rx_iov_[i];
+        m.msg_iovlen = 1;
+        m.msg_control = rx_ctl_[i].data();
+        m.msg_controllen = sizeof rx_ctl_[i];
+    }
+    const int n =
+        ::recvmmsg(fwds_[slot].fd.get(), rx_msgs_.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) return;
+    const int64_t t = now();
+    for (int i = 0; i < n; ++i) {
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        ++stats_.forward_datagrams;
+        if (m.msg_namelen < sizeof(sockaddr_in) ||
+            (rx_names_[i].sa.sa_family != AF_INET && rx_names_[i].sa.sa_family != AF_INET6))
+            continue;
+        const std::optional<uint32_t> idx = forwarded_flow(slot, rx_names_[i], m.msg_namelen);
+        if (!idx) continue;
+        Flow &f = table_[*idx];
+        f.last_ms = t;
+        static const uint8_t zero[6] = {};
+        if (std::memcmp(f.ep.guest_mac, zero, 6) == 0) {
+            if (!guest_mac_known_) {
+                // Dropped, as a network drops what waits for ARP too long;
+                // the client's retry finds the MAC known.
+                ++stats_.forward_waiting_mac;
+                if (last_arp_ms_ < 0 || t - last_arp_ms_ >= kArpIntervalMs) {
+                    last_arp_ms_ = t;
+                    send_arp(fwds_[slot].guest4);
+                }
+                continue;
+            }
+            std::memcpy(f.ep.guest_mac, guest_mac_, 6);
+        }
+        const size_t len = rx_msgs_[i].msg_len;
+        const uint8_t *data = rx_buf_.data() + size_t(i) * kRecvBuf;
+        size_t seg = len;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+                c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                int g;
+                std::memcpy(&g, CMSG_DATA(c), sizeof g);
+                if (g > 0) seg = size_t(g);
+            }
+        }
+        if (len == 0) {
+            to_guest(f, {});
+            continue;
+        }
+        for (size_t off = 0; off < len; off += seg)
+            to_guest(f, {data + off, std::min(seg, len - off)});
+    }
+}
+
+void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
+    if (frame.size() < kEthLen) return;
+    const uint8_t *mac = frame.data() + 6;
+    if (guest_mac_known_ && std::memcmp(mac, guest_mac_, 6) == 0) return;
+    static const uint8_t zero[6] = {};
+    if ((mac[0] & 1) != 0 || std::memcmp(mac, zero, 6) == 0) return; // not unicast
+    std::memcpy(guest_mac_, mac, 6);
+    guest_mac_known_ = true;
+}
+
+void FastPath::send_arp(uint32_t guest4) {
+    // Who has <guest>? Tell <gateway>, from the gateway's MAC as libslirp
+    // asks (the answer reaches libslirp too, which learns from it).
+    uint8_t f[42] = {};
+    std::memset(f, 0xff, 6);
+    const std::array<uint8_t, 4> gw = ipv4_bytes(cfg_.gateway4);
+    const std::array<uint8_t, 4> g = ipv4_bytes(guest4);
+    gateway_mac4(gw.data(), f + 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
+    std::memcpy(f + 14, arp, 8);
+    std::memcpy(f + 22, f + 6, 6); // sender MAC
+    std::memcpy(f + 28, gw.data(), 4);
+    std::memcpy(f + 38, g.data(), 4);
+    guest_.write_frame(VnetHdr{}, {f, sizeof f}, {});
+    ++stats_.arp_requests;
+}
+
+} // namespace rknp::udp
