@@ -223,7 +223,7 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
                      " -> " + format_ipv4(spec.guest) + ":" +
                      std::to_string(spec.guest_port) +
-                     (fast ? " (TCP fast path)" : ""));
+                     (fast ? (spec.udp ? " (UDP fast path)" : " (TCP fast path)") : ""));
     return id;
 }
 

@@ -127,26 +127,36 @@ void StackLoop::flush_fast_path() {
 }
 
 bool StackLoop::add_forward(const ForwardSpec &f) {
-    if (f.udp || !fast_ || (tap_.attached() && !tap_.vnet_hdr())) {
+    const bool have_path = f.udp ? udp_fast_ != nullptr : fast_ != nullptr;
+    if (!have_path || (tap_.attached() && !tap_.vnet_hdr())) {
         slirp_.add_forward(f);
         if (f.udp && udp_fast_) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
         return false;
     }
     sockaddr_storage ss;
     socklen_t len = f.host_sockaddr(ss);
-    int err = fast_->add_forward(reinterpret_cast<sockaddr *>(&ss), len, f.guest,
-                                 f.guest_port);
+    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
+    int err = f.udp ? udp_fast_->add_forward(host, len, f.guest, f.guest_port)
+                    : fast_->add_forward(host, len, f.guest, f.guest_port);
     if (err != 0) throw_errno("forward " + f.host_side(), err);
     fast_forwards_.push_back(f);
     return true;
 }
 
+void StackLoop::remove_fast_forward(const ForwardSpec &f) {
+    sockaddr_storage ss;
+    socklen_t len = f.host_sockaddr(ss);
+    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
+    if (f.udp)
+        udp_fast_->remove_forward(host, len);
+    else
+        fast_->remove_forward(host, len);
+}
+
 void StackLoop::remove_forward(const ForwardSpec &f) {
     for (auto it = fast_forwards_.begin(); it != fast_forwards_.end(); ++it) {
         if (!it->same_host_side(f)) continue;
-        sockaddr_storage ss;
-        socklen_t len = f.host_sockaddr(ss);
-        fast_->remove_forward(reinterpret_cast<sockaddr *>(&ss), len);
+        remove_fast_forward(*it);
         fast_forwards_.erase(it);
         return;
     }
@@ -156,11 +166,12 @@ void StackLoop::remove_forward(const ForwardSpec &f) {
 
 void StackLoop::forwards_to_slirp() {
     for (const ForwardSpec &f : fast_forwards_) {
-        sockaddr_storage ss;
-        socklen_t len = f.host_sockaddr(ss);
-        fast_->remove_forward(reinterpret_cast<sockaddr *>(&ss), len);
+        remove_fast_forward(f);
         try {
             slirp_.add_forward(f);
+            // Should a tap with vnet headers follow, the UDP fast path must
+            // still leave this forward's guest end to libslirp.
+            if (f.udp) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
             cfg_.logger.info("forward " + f.host_side() +
                              " moved to libslirp: the tap has no vnet headers");
         } catch (const Error &e) {
@@ -211,7 +222,7 @@ void StackLoop::publish_stats() {
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
     tap_.attach(std::move(a.tap), a.vnet_hdr);
-    if (fast_ && !a.vnet_hdr) forwards_to_slirp();
+    if (!a.vnet_hdr) forwards_to_slirp();
     if (udp_fast_ && a.vnet_hdr) {
         const bool gso = tap_.takes_udp_gso();
         udp_fast_->set_guest_gso(gso);

@@ -43,9 +43,10 @@ public:
     void run();
 
     // Forwards, for tasks run on the stack thread; throw Error. TCP
-    // forwards go to the fast path when it is on (and the tap, once
-    // attached, has vnet headers), the rest to libslirp. add_forward says
-    // whether the fast path took it.
+    // forwards go to the TCP fast path when it is on, UDP ones to the UDP
+    // fast path when it is on (and the tap, once attached, has vnet
+    // headers), the rest to libslirp. add_forward says whether a fast
+    // path took it.
     bool add_forward(const ForwardSpec &f);
     void remove_forward(const ForwardSpec &f);
 
@@ -76,9 +77,10 @@ private:
     // Gauges and the fast path's counters into Stats, once a round; a
     // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();
-    // A tap without vnet headers cannot carry the fast path's frames: its
-    // forwards move to libslirp.
+    // A tap without vnet headers cannot carry the fast paths' frames:
+    // their forwards move to libslirp.
     void forwards_to_slirp();
+    void remove_fast_forward(const ForwardSpec &f);
 
     const ParentConfig &cfg_;
     handover::Server handover_;
@@ -95,7 +97,8 @@ private:
     int64_t refusal_logged_ms_ = 0;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<tcp::FastPath> fast_;
-    std::vector<ForwardSpec> fast_forwards_; // the ones fast_ listens for
+    // The forwards fast_ (TCP) and udp_fast_ (UDP) listen for.
+    std::vector<ForwardSpec> fast_forwards_;
     // Only with cfg.udp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<udp::FastPath> udp_fast_;
     std::unique_ptr<icmp::EchoPath> echo_; // writes to tap_
