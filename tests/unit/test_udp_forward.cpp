@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// UDP forwards on the fast path, with real loopback sockets: a host client
+// sends to the forward's port, the guest gets the datagram from the
+// client as it sees it (the gateway for loopback), its replies reach the
+// client from the forward's address; one flow per client, IPv6 listeners,
+// EADDRINUSE, removal, admission, clashes, idle expiry, the guest's MAC.
+#include <doctest/doctest.h>
+
+#include <cerrno>
+
+#include "udp_rig.hpp"
+
+using namespace rknp;
+using namespace rknp::udptest;
+
+namespace {
+
+constexpr uint32_t kGuestHost4 = 0x0a000264; // 10.0.2.100
+constexpr uint16_t kGuestPort = 5353;
+
+// A free loopback UDP port (bound, then released).
+uint16_t free_port(bool v6) { return HostSocket(v6).port; }
+
+sockaddr_storage loopback(bool v6, uint16_t port, socklen_t &len) {
+    sockaddr_storage ss{};
+    if (v6) {
+        auto &a = reinterpret_cast<sockaddr_in6 &>(ss);
+        a.sin6_family = AF_INET6;
+        a.sin6_addr = in6addr_loopback;
+        a.sin6_port = htons(port);
+        len = sizeof a;
+    } else {
+        auto &a = reinterpret_cast<sockaddr_in &>(ss);
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        len = sizeof a;
+    }
+    return ss;
+}
+
+uint16_t port_of(const sockaddr_storage &ss) {
+    return ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6 &>(ss).sin6_port
+                                          : reinterpret_cast<const sockaddr_in &>(ss).sin_port);
+}
+
+// A forward on loopback (v4 or v6) to 10.0.2.100:5353 in a rig whose
+// guest MAC is known (any guest frame teaches it).
+struct FwdRig : Rig {
+    bool v6;
+    uint16_t port = 0;
+    sockaddr_storage host{};
+    socklen_t host_len = 0;
+    explicit FwdRig(bool v6_ = false, std::function<Admission()> admit = {},
+                    bool learn_mac = true)
+        : Rig(65520, true, std::move(admit)), v6(v6_) {
+        for (int attempt = 0; attempt < 10 && port == 0; ++attempt) {
+            const uint16_t p = free_port(v6);
+            host = loopback(v6, p, host_len);
+            if (path.add_forward(reinterpret_cast<sockaddr *>(&host), host_len, kGuestHost4,
+                                 kGuestPort) == 0)
+                port = p;
+        }
+        REQUIRE(port != 0);
+        if (learn_mac) {
+            const uint8_t dns[4] = {10, 0, 2, 3};
+            REQUIRE(path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53,
+                                                    pattern(4, 0))) == Verdict::NotMine);
+        }
+    }
+    void send_from(HostSocket &client, std::span<const uint8_t> data) {
+        REQUIRE(::sendto(client.fd.get(), data.data(), data.size(), 0,
+                         reinterpret_cast<const sockaddr *>(&host), host_len) ==
+                ssize_t(data.size()));
+    }
+    // The guest's reply from its end to 10.0.2.2:client_port.
+    Verdict reply(uint16_t client_port, std::span<const uint8_t> data) {
+        const Verdict v = path.guest_frame(
+            guest_datagram(false, kGuest4, kGateway4, kGuestPort, client_port, data));
+        path.flush();
+        return v;
+    }
+};
+
+// The guest-bound datagram frame o: src 10.0.2.2:sport -> 10.0.2.100:5353
+// carrying payload.
+void check_to_guest(const Out &o, uint16_t sport, const Bytes &payload) {
+    const Bytes f = completed(o);
+    REQUIRE(f.size() == 14 + 20 + 8 + payload.size());
+    CHECK(std::equal(kGuestMac, kGuestMac + 6, f.begin()));
+    const uint8_t *ip = f.data() + 14;
+    CHECK(ip[9] == 17);
+    CHECK(std::memcmp(ip + 12, kGateway4, 4) == 0);
+    CHECK(std::memcmp(ip + 16, kGuest4, 4) == 0);
+    CHECK(be16(ip + 20) == sport);
+    CHECK(be16(ip + 22) == kGuestPort);
+    CHECK(l4_checksum_ok(false, ip, {ip + 20, f.size() - 34}, 17));
+    CHECK(std::equal(payload.begin(), payload.end(), f.begin() + 42));
+}
+
+} // namespace
+
+TEST_CASE("udp_forward: a loopback client reaches the guest and its reply comes back") {
+    FwdRig rig;
+    CHECK(rig.path.forwards() == 1);
+    HostSocket client(false);
+    const Bytes ask = pattern(200, 1), answer = pattern(700, 2);
+    rig.send_from(client, ask);
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 1);
+    check_to_guest(rig.guest.out[0], client.port, ask);
+    CHECK(rig.path.flows() == 1);
+    CHECK(rig.reply(client.port, answer) == Verdict::Consumed);
+    sockaddr_storage from{};
+    std::optional<Bytes> got = client.recv(&from);
+    REQUIRE(got);
+    CHECK(*got == answer);
+    // From the address and port the client sent to.
+    CHECK(from.ss_family == AF_INET);
+    CHECK(port_of(from) == rig.port);
+    CHECK(reinterpret_cast<sockaddr_in &>(from).sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+    // The same client again: the same flow.
+    rig.send_from(client, ask);
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 2);
+    check_to_guest(rig.guest.out[1], client.port, ask);
+    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.stats().flows_opened == 1);
+    CHECK(rig.path.stats().datagrams_to_host == 1);
+    CHECK(rig.path.stats().datagrams_to_guest == 2);
+}
+
+TEST_CASE("udp_forward: each client gets its own flow and only its replies") {
+    FwdRig rig;
+    HostSocket a(false), b(false);
+    rig.send_from(a, pattern(10, 1));
+    rig.send_from(b, pattern(20, 2));
+    while (rig.guest.out.size() < 2 && rig.poll_host()) {}
+    REQUIRE(rig.guest.out.size() == 2);
+    check_to_guest(rig.guest.out[0], a.port, pattern(10, 1));
+    check_to_guest(rig.guest.out[1], b.port, pattern(20, 2));
+    CHECK(rig.path.flows() == 2);
+    CHECK(rig.reply(b.port, pattern(30, 3)) == Verdict::Consumed);
+    CHECK(rig.reply(a.port, pattern(40, 4)) == Verdict::Consumed);
+    std::optional<Bytes> got_a = a.recv(), got_b = b.recv();
+    REQUIRE(got_a);
+    REQUIRE(got_b);
+    CHECK(*got_a == pattern(40, 4));
+    CHECK(*got_b == pattern(30, 3));
+}
+
+TEST_CASE("udp_forward: a run of equal replies leaves segmented and arrives whole") {
+    FwdRig rig;
+    HostSocket client(false);
+    rig.send_from(client, pattern(8, 1));
+    REQUIRE(rig.poll_host());
+    for (int i = 0; i < 5; ++i)
+        REQUIRE(rig.path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort,
+                                                    client.port, pattern(1000, uint8_t(i)))) ==
+                Verdict::Consumed);
+    rig.path.flush();
+    for (int i = 0; i < 5; ++i) {
+        std::optional<Bytes> got = client.recv();
+        REQUIRE(got);
+        CHECK(*got == pattern(1000, uint8_t(i)));
+    }
+    CHECK(rig.path.stats().datagrams_to_host == 5);
+}
+
+TEST_CASE("udp_forward: an IPv6 listener forwards to the IPv4 guest; the v4 port stays free") {
+    FwdRig rig(true);
+    HostSocket client(true);
+    rig.send_from(client, pattern(100, 5));
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 1);
+    // IPv6 peers show as the gateway.
+    check_to_guest(rig.guest.out[0], client.port, pattern(100, 5));
+    CHECK(rig.reply(client.port, pattern(60, 6)) == Verdict::Consumed);
+    sockaddr_storage from{};
+    std::optional<Bytes> got = client.recv(&from);
+    REQUIRE(got);
+    CHECK(*got == pattern(60, 6));
+    CHECK(from.ss_family == AF_INET6);
+    CHECK(port_of(from) == rig.port);
+    // IPV6_V6ONLY: the same port on IPv4 is a forward of its own.
+    socklen_t len4;
+    sockaddr_storage v4 = loopback(false, rig.port, len4);
+    CHECK(rig.path.add_forward(reinterpret_cast<sockaddr *>(&v4), len4, kGuestHost4, 53) == 0);
+    CHECK(rig.path.forwards() == 2);
+}
+
+TEST_CASE("udp_forward: a port in use is EADDRINUSE") {
+    Rig rig;
+    HostSocket taken(false);
+    socklen_t len;
+    sockaddr_storage ss = loopback(false, taken.port, len);
+    CHECK(rig.path.add_forward(reinterpret_cast<sockaddr *>(&ss), len, kGuestHost4, kGuestPort) ==
+          EADDRINUSE);
+    CHECK(rig.path.forwards() == 0);
+    // A second forward on a port the first holds too.
+    FwdRig fwd;
+    CHECK(fwd.path.add_forward(reinterpret_cast<sockaddr *>(&fwd.host), fwd.host_len,
+                               kGuestHost4, 9) == EADDRINUSE);
+    CHECK(fwd.path.forwards() == 1);
+}
+
+TEST_CASE("udp_forward: removal closes the socket and the forward's flows (as libslirp)") {
+    FwdRig rig;
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.remove_forward(reinterpret_cast<sockaddr *>(&rig.host), rig.host_len));
+    CHECK(rig.path.forwards() == 0);
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.ms_until_next_timer(rig.now) == -1);
+    CHECK_FALSE(rig.path.remove_forward(reinterpret_cast<sockaddr *>(&rig.host), rig.host_len));
+    // The port is free again.
+    UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    CHECK(::bind(s.get(), reinterpret_cast<sockaddr *>(&rig.host), rig.host_len) == 0);
+}
+
+TEST_CASE("udp_forward: a refused client costs no flow and is counted") {
+    Admission answer = Admission::Reset;
+    FwdRig rig(false, [&] { return answer; });
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.guest.out.empty());
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.stats().flows_refused == 1);
+    answer = Admission::Accept;
+    rig.send_from(client, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 1);
+    check_to_guest(rig.guest.out[0], client.port, pattern(10, 2));
+    CHECK(rig.path.flows() == 1);
+}
+
+TEST_CASE("udp_forward: a client clashing with a flow the guest opened is dropped") {
+    FwdRig rig;
+    HostSocket client(false);
+    // The guest's end talks to 10.0.2.2:<client port> on its own.
+    REQUIRE(rig.reply(client.port, pattern(10, 1)) == Verdict::Consumed);
+    REQUIRE(client.recv());
+    CHECK(rig.path.flows() == 1);
+    rig.send_from(client, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.guest.out.empty());
+    CHECK(rig.path.stats().forward_clashes == 1);
+    CHECK(rig.path.flows() == 1);
+}
+
+TEST_CASE("udp_forward: flows expire as other UDP flows do") {
+    FwdRig rig;
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.ms_until_next_timer(rig.now) == 30000);
+    rig.now += 30000;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 0);
+    // Answered by the guest: 180 s.
+    rig.send_from(client, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.flows() == 1);
+    rig.now += 1000;
+    REQUIRE(rig.reply(client.port, pattern(10, 3)) == Verdict::Consumed);
+    REQUIRE(client.recv());
+    const int64_t answered_at = rig.now;
+    rig.now = answered_at + 179999;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 1);
+    rig.now = answered_at + 180000;
+    rig.path.run_timers(rig.now);
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forwards() == 1);
+}
+
+TEST_CASE("udp_forward: an unknown guest MAC is asked for with ARP") {
+    FwdRig rig(false, {}, false);
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 1);
+    const Bytes &arp = rig.guest.out[0].frame;
+    REQUIRE(arp.size() == 42);
+    CHECK(be16(arp.data() + 12) == 0x0806);
+    CHECK(be16(arp.data() + 20) == 1); // request
+    CHECK(std::memcmp(arp.data() + 28, kGateway4, 4) == 0);
+    CHECK(std::memcmp(arp.data() + 38, kGuest4, 4) == 0);
+    CHECK(rig.path.stats().forward_waiting_mac == 1);
+    CHECK(rig.path.stats().arp_requests == 1);
+    // The guest's ARP reply (any frame from it) teaches the MAC; the
+    // client's retry goes through.
+    Bytes reply(42, 0);
+    std::memcpy(reply.data(), arp.data() + 6, 6);
+    std::memcpy(reply.data() + 6, kGuestMac, 6);
+    put_be16(reply.data() + 12, 0x0806);
+    CHECK(rig.path.guest_frame(reply) == Verdict::NotMine);
+    rig.send_from(client, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    REQUIRE(rig.guest.out.size() == 2);
+    check_to_guest(rig.guest.out[1], client.port, pattern(10, 2));
+}
+
+TEST_CASE("udp_forward: the tap going away ends the flows, not the forwards") {
+    FwdRig rig;
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.flows() == 1);
+    rig.path.tap_detached();
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forwards() == 1);
+}
