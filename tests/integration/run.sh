@@ -224,8 +224,9 @@ detached_case() {
 }
 check "detached netns: tap made there, caller's namespace untouched (root)" detached_case
 
-# forward_case [--disable-offload]: without offloads (no vnet headers) the
-# fast path cannot reach the guest and hands its TCP forwards to libslirp.
+# forward_case [--disable-offload|--udp-slirp]: without offloads (no vnet
+# headers) the fast paths cannot reach the guest and hand their forwards to
+# libslirp.
 forward_case() {
     local hp up
     hp=$(free_port 127.0.0.1)
@@ -248,8 +249,10 @@ forward_case() {
     touch "$SCRATCH/fwd.done"
     wait "$pid" || true
     # With the fast path its own listener accepted the TCP connection (so
-    # libslirp never saw it); UDP stays libslirp's.
+    # libslirp never saw it); likewise the UDP fast path's socket got the
+    # datagrams (it is on unless --udp-slirp).
     local line="tcp 127.0.0.1:$hp -> 10.0.2.100:8080" log="$SCRATCH/plugin.log"
+    local uline="udp 127.0.0.1:$up -> 10.0.2.100:5353"
     if [ "$TCP_PATH" != fast ]; then
         ! grep -qF "$line (TCP fast path)" "$log" || { echo "tcp forward on the fast path without --tcp-fast"; ok=0; }
     elif [ "${1:-}" = --disable-offload ]; then
@@ -260,12 +263,20 @@ forward_case() {
         grep -qF "$line (TCP fast path)" "$log" || { echo "tcp forward not on the fast path"; ok=0; }
         ! grep -qF "forward tcp 127.0.0.1:$hp moved" "$log" || { echo "tcp forward moved to libslirp"; ok=0; }
     fi
-    ! grep -F "udp 127.0.0.1:$up" "$log" | grep -q "fast path" || { echo "udp forward on the fast path"; ok=0; }
+    if [ "${1:-}" = --udp-slirp ]; then
+        ! grep -qF "$uline (UDP fast path)" "$log" || { echo "udp forward on the fast path with --udp-slirp"; ok=0; }
+    elif [ "${1:-}" = --disable-offload ]; then
+        grep -qF "forward udp 127.0.0.1:$up moved to libslirp" "$log" ||
+            ! grep -qF "$uline (UDP fast path)" "$log" || { echo "udp forward left on the fast path"; ok=0; }
+    else
+        grep -qF "$uline (UDP fast path)" "$log" || { echo "udp forward not on the fast path"; ok=0; }
+        ! grep -qF "forward udp 127.0.0.1:$up moved" "$log" || { echo "udp forward moved to libslirp"; ok=0; }
+    fi
     [ "$ok" = 1 ]
 }
 check "host 127.0.0.1 reaches servers inside through TCP and UDP forwards" forward_case
-[ "$TCP_PATH" != fast ] ||
-    check "without offloads the fast path's TCP forwards move to libslirp and work" forward_case --disable-offload
+check "without offloads the fast paths' forwards move to libslirp and work" forward_case --disable-offload
+check "with --udp-slirp the UDP forward is libslirp's and works" forward_case --udp-slirp
 
 # A guest forging source addresses (each would cost libslirp a host socket)
 # gets nothing through; its own address still works. A sink on the host's
