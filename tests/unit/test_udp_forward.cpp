@@ -315,3 +315,35 @@ TEST_CASE("udp_forward: the tap going away ends the flows, not the forwards") {
     CHECK(rig.path.flows() == 0);
     CHECK(rig.path.forwards() == 1);
 }
+
+TEST_CASE("udp_forward: with disable_host_loopback a loopback client still gets the replies") {
+    Collector guest;
+    udp::FastPathConfig c = Rig::config(65520, true);
+    c.disable_host_loopback = true;
+    udp::FastPath path(c, guest);
+    const uint16_t port = free_port(false);
+    socklen_t len;
+    sockaddr_storage host = loopback(false, port, len);
+    REQUIRE(path.add_forward(reinterpret_cast<sockaddr *>(&host), len, kGuestHost4, kGuestPort) ==
+            0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53, pattern(4, 0))) ==
+            Verdict::NotMine);
+    HostSocket client(false);
+    REQUIRE(::sendto(client.fd.get(), "ping", 4, 0, reinterpret_cast<sockaddr *>(&host), len) == 4);
+    pollfd p{path.epoll_fd(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 2000) == 1);
+    path.poll_events();
+    REQUIRE(guest.out.size() == 1);
+    check_to_guest(guest.out[0], client.port, Bytes{'p', 'i', 'n', 'g'});
+    CHECK(path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort, client.port,
+                                          pattern(9, 1))) == Verdict::Consumed);
+    path.flush();
+    std::optional<Bytes> got = client.recv();
+    REQUIRE(got);
+    CHECK(*got == pattern(9, 1));
+    // Anything else to the gateway stays refused (libslirp's, which drops it).
+    CHECK(path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort, 9,
+                                          pattern(9, 1))) == Verdict::NotMine);
+    CHECK(path.flows() == 1);
+}
