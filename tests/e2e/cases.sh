@@ -332,10 +332,11 @@ port_case() {
     tp2=$(free_port 127.0.0.1)
     rp=$(free_port 0.0.0.0)
     ru=$(free_udp_port 0.0.0.0)
-    # Unless --plugin-tcp=slirp the TCP ports are the fast path's: the
-    # library's log line (debug output for rootlesskit) says so.
+    # Unless --plugin-tcp=slirp the TCP ports are the fast path's, the UDP
+    # ones the UDP fast path's (the default): the library's log lines
+    # (debug output for rootlesskit) say so.
     local fastlog=()
-    [ "$pd" = plugin ] && [ "${E2E_PLUGIN_TCP:-}" != slirp ] && fastlog=(--debug)
+    [ "$pd" = plugin ] && fastlog=(--debug)
     rk_argv "$net" "${fastlog[@]}" --copy-up=/etc --port-driver="$pd" --state-dir="$ST" \
         -p "127.0.0.1:$tp:8080/tcp" -p "127.0.0.1:$up:5353/udp" \
         -p "0.0.0.0:$rp:8080/tcp" -p "0.0.0.0:$ru:5353/udp" -- \
@@ -345,7 +346,7 @@ port_case() {
     # TCP: the file through the published port, bytes compared.
     sha=$(http_sha_eventually "$tp")
     expect "file through 127.0.0.1:$tp -> child :8080" "^$FILE_SHA\$" "$sha"
-    if [ ${#fastlog[@]} -gt 0 ]; then
+    if [ ${#fastlog[@]} -gt 0 ] && [ "${E2E_PLUGIN_TCP:-}" != slirp ]; then
         out=$(grep -F "tcp 127.0.0.1:$tp -> " "$RKLOG" | grep -c "(TCP fast path)" || true)
         expect "the TCP forward of 127.0.0.1:$tp is on the fast path" "^1\$" "$out"
     fi
@@ -353,6 +354,10 @@ port_case() {
     # UDP echo through the published UDP port.
     out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$up")
     expect "udp echo through 127.0.0.1:$up -> child :5353" "^udp-echo-ok 1200\$" "$out"
+    if [ ${#fastlog[@]} -gt 0 ]; then
+        out=$(grep -F "udp 127.0.0.1:$up -> " "$RKLOG" | grep -c "(UDP fast path)" || true)
+        expect "the UDP forward of 127.0.0.1:$up is on the fast path" "^1\$" "$out"
+    fi
 
     # From another host (the test netns) through the 0.0.0.0 ports.
     out=$(ip netns exec "$NETNS_HOST" curl -sSf --max-time 20 "http://198.18.0.1:$rp/file" | sha256sum | cut -d' ' -f1)
