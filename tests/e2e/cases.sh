@@ -448,7 +448,8 @@ port_case() {
 # 8b. The plugin port driver with --disable-host-loopback (rootless
 # Docker's setup): TCP from the host's 127.0.0.1 and UDP from the test
 # netns work; UDP replies to 127.0.0.1 clients are dropped by libslirp, so
-# that is not tested. With --net=slirp4netns the same checks run against
+# that is tested only with the plugin, whose UDP fast path passes them as
+# for TCP. With --net=slirp4netns the same checks run against
 # --port-driver=slirp4netns (the same libslirp forwarding) as reference.
 case_ports_plugin_dhl() {
     local pd=plugin tp ru out sha ARGV
@@ -465,4 +466,9 @@ case_ports_plugin_dhl() {
     expect "file through 127.0.0.1:$tp ($pd, --disable-host-loopback)" "^$FILE_SHA\$" "$sha"
     out=$(ip netns exec "$NETNS_HOST" "$PY" "$SCRATCH/bin/port_helper.py" udp-echo 198.18.0.1 "$ru")
     expect "udp echo from 198.18.0.2 through 198.18.0.1:$ru" "^udp-echo-ok 1200\$" "$out"
+    if [ "$pd" = plugin ]; then
+        out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.1 "$ru")
+        expect "udp echo from 127.0.0.1 through :$ru (UDP fast path, --disable-host-loopback)" \
+            "^udp-echo-ok 1200\$" "$out"
+    fi
 }
