@@ -4,7 +4,8 @@
 // while guest_frame(), flush() and poll_events() run, after a warm-up, for
 // guest datagrams on existing flows (single ones and a segmented run),
 // host replies (single, a coalesced UDP_GRO read, one over the MTU that
-// leaves in fragments) and an ICMP error relayed from a closed port. The
+// leaves in fragments) and an ICMP error relayed from a closed port; and
+// on a forward, new clients, their datagrams and the guest's replies. The
 // guest-bound frames go to a sink that only counts them; frames are built
 // by the test outside the counted calls. Replacing operator new is
 // program-wide: this file is meant for its own test executable (with
@@ -208,4 +209,59 @@ TEST_CASE("udp_noalloc: no allocation per datagram, either direction, nor per IC
         CHECK(s.path.flows() == 2);
         CHECK(s.allocs == 0);
     }
+}
+
+TEST_CASE("udp_noalloc: forwards allocate nothing per datagram or per new client") {
+    Setup s;
+    HostSocket probe(false);
+    const uint16_t port = probe.port;
+    probe.fd.reset();
+    sockaddr_storage host{};
+    auto &h4 = reinterpret_cast<sockaddr_in &>(host);
+    h4.sin_family = AF_INET;
+    h4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    h4.sin_port = htons(port);
+    REQUIRE(s.path.add_forward(reinterpret_cast<sockaddr *>(&host), sizeof h4, 0x0a000264, 5353) ==
+            0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(s.path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53, pattern(4, 0))) ==
+            Verdict::NotMine); // the guest's MAC
+    std::vector<HostSocket> clients;
+    for (int i = 0; i < 6; ++i) clients.emplace_back(false);
+    std::vector<Bytes> replies, runs;
+    for (const HostSocket &c : clients) {
+        replies.push_back(guest_datagram(false, kGuest4, kGateway4, 5353, c.port, pattern(300, 1)));
+        runs.push_back(guest_datagram(false, kGuest4, kGateway4, 5353, c.port, pattern(1000, 2)));
+    }
+    const Bytes ask = pattern(200, 3), burst = pattern(10 * 1000, 4);
+    // Warm-up with the first client.
+    REQUIRE(::sendto(clients[0].fd.get(), ask.data(), ask.size(), 0,
+                     reinterpret_cast<sockaddr *>(&host), sizeof h4) == ssize_t(ask.size()));
+    s.poll_until(1);
+    REQUIRE(s.sink.frames == 1);
+    s.path.guest_frame(replies[0]);
+    s.path.flush();
+    REQUIRE(clients[0].recv());
+    s.allocs = 0;
+    for (size_t i = 0; i < clients.size(); ++i) {
+        CAPTURE(i);
+        size_t before = s.sink.frames;
+        // A new client (but the first), then a coalesced burst from it.
+        REQUIRE(::sendto(clients[i].fd.get(), ask.data(), ask.size(), 0,
+                         reinterpret_cast<sockaddr *>(&host), sizeof h4) == ssize_t(ask.size()));
+        s.poll_until(before + 1);
+        REQUIRE(s.sink.frames == before + 1);
+        before = s.sink.frames;
+        REQUIRE(send_segmented(clients[i].fd.get(), host, burst, 1000));
+        s.poll_until(before + 10);
+        REQUIRE(s.sink.frames == before + 10);
+        // The guest's replies: one, then a segmented run.
+        s.guest(replies[i]);
+        s.flush();
+        for (int k = 0; k < 8; ++k) s.guest(runs[i]);
+        s.flush();
+        for (int k = 0; k < 9; ++k) REQUIRE(clients[i].recv());
+    }
+    CHECK(s.path.flows() == clients.size());
+    CHECK(s.allocs == 0);
 }
