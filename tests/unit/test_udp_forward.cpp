@@ -7,6 +7,8 @@
 // EADDRINUSE, removal, admission, clashes, idle expiry, the guest's MAC.
 #include <doctest/doctest.h>
 
+#include <netinet/udp.h>
+
 #include <cerrno>
 
 #include "udp_rig.hpp"
@@ -346,4 +348,54 @@ TEST_CASE("udp_forward: with disable_host_loopback a loopback client still gets 
     CHECK(path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort, 9,
                                           pattern(9, 1))) == Verdict::NotMine);
     CHECK(path.flows() == 1);
+}
+
+TEST_CASE("udp_forward: where the tap takes UDP GSO, a client's burst is one frame") {
+    FwdRig rig;
+    rig.path.set_guest_gso(true);
+    HostSocket client(false);
+    // Ten 1000-byte datagrams in one UDP_SEGMENT send: one coalesced read.
+    const Bytes burst = pattern(10 * 1000, 7);
+    iovec iov{const_cast<uint8_t *>(burst.data()), burst.size()};
+    msghdr m{};
+    m.msg_name = &rig.host;
+    m.msg_namelen = rig.host_len;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    const uint16_t seg = 1000;
+    std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
+    REQUIRE(::sendmsg(client.fd.get(), &m, 0) == ssize_t(burst.size()));
+    size_t datagrams = 0;
+    Bytes got;
+    for (int polls = 0; datagrams < 10 && polls < 20; ++polls) {
+        rig.poll_host(200);
+        datagrams = 0;
+        got.clear();
+        for (const Out &o : rig.guest.out) {
+            const Bytes f = completed(o);
+            const uint8_t *ip = f.data() + 14;
+            CHECK(std::memcmp(ip + 12, kGateway4, 4) == 0);
+            CHECK(be16(ip + 20) == client.port);
+            CHECK(be16(ip + 22) == kGuestPort);
+            CHECK(l4_checksum_ok(false, ip, {ip + 20, f.size() - 34}, 17));
+            if (o.vnet.gso_type == kVnetGsoUdpL4) {
+                CHECK(o.vnet.gso_size == 1000);
+                datagrams += (f.size() - 42 + 999) / 1000;
+            } else {
+                ++datagrams;
+            }
+            got.insert(got.end(), f.begin() + 42, f.end());
+        }
+    }
+    CHECK(datagrams == 10);
+    CHECK(got == burst);
+    CHECK(rig.path.stats().gso_frames >= 1);
+    CHECK(rig.guest.out.size() < 10);
 }
