@@ -21,9 +21,15 @@ build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"
 for preset in asan tsan; do
-    (cd "$ROOT" && cmake --preset "$preset" >/dev/null &&
-        cmake --build --preset "$preset" >/dev/null &&
-        ctest --preset "$preset")
+    # The build's output is kept quiet but shown when it fails (ninja prints
+    # compiler errors on stdout).
+    log=$(mktemp)
+    if ! (cd "$ROOT" && cmake --preset "$preset" && cmake --build --preset "$preset") >"$log" 2>&1; then
+        tail -n 60 "$log"; rm -f "$log"
+        echo "sanitizer build ($preset) failed"; exit 1
+    fi
+    rm -f "$log"
+    (cd "$ROOT" && ctest --preset "$preset")
 done
 echo "== valgrind: no leak from the library"
 "$ROOT/tests/reliability/valgrind.sh" "$BUILD"

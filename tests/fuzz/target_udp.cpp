@@ -74,6 +74,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -117,6 +118,13 @@ constexpr Dest kDests6[] = {
     {"fd00::77", Kind::Libslirps},       {"ff02::1", Kind::Libslirps},
     {"fe80::1", Kind::Libslirps},        {"::1", Kind::Libslirps},
 };
+static_assert(std::size(kDests4) == 8 && std::size(kDests6) == 8);
+
+// A named function rather than `v6 ? kDests6 : kDests4`: GCC's Debug build
+// with sanitizers takes that conditional for a temporary and warns.
+const Dest &dest_of(bool v6, unsigned index) {
+    return v6 ? kDests6[index % 8] : kDests4[index % 8];
+}
 
 struct Tuple {
     bool v6;
@@ -380,9 +388,9 @@ private:
         const bool v6 = t.v6;
         uint16_t sport = uint16_t(40000 + (in_.u8() & 31)), dport = t.dport;
         size_t len = in_.u16();
-        const Dest *dest = &(v6 ? kDests6 : kDests4)[t.dest];
+        const Dest *dest = &dest_of(v6, t.dest);
         if (op & 0x40) {
-            dest = &(v6 ? kDests6 : kDests4)[in_.u8() % 8];
+            dest = &dest_of(v6, in_.u8());
             sport = in_.u16();
             dport = in_.u16();
         }
