@@ -24,9 +24,13 @@ for p in "${PACKAGES[@]}"; do
 done
 # Go (>= 1.26, for rootlesskit v3) comes with the machine, not from Debian.
 command -v go >/dev/null || echo "warning: no go on PATH; Go parts will fail" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+# tests/vm/run.sh's second kernel: Debian 11's 5.10 (not in Debian 12).
+"$(dirname "$0")/vm/install-old-kernel.sh"
 [ ${#missing[@]} -eq 0 ] && exit 0
-apt-get update
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 # docker.io and containerd are only for the rootless Docker test, which
 # starts its own unprivileged daemons: the system-wide root daemons that the
 # packages just enabled (where systemd runs) are stopped and disabled.

@@ -5,7 +5,7 @@
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
 # end-to-end tests (again with TCP through libslirp, and the fast-path
 # cases again with the discard peek mode), some of them again on Debian
-# 12's kernel 6.1 in a VM (tests/vm/run.sh) and the Debian packages
+# 12's kernel 6.1 and Debian 11's 5.10 in a VM (tests/vm/run.sh) and the Debian packages
 # (tests/package/run.sh). Run as root on a fresh machine (it installs the
 # Debian packages it needs).
 set -euo pipefail
@@ -55,6 +55,8 @@ echo "== rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit wi
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/docker_rootless.sh"
 echo "== Debian 12's kernel 6.1 in qemu: fast-path e2e cases, stream test, demo"
 "$ROOT/tests/vm/run.sh" "$BUILD"
+echo "== Debian 11's kernel 5.10 in qemu: the same"
+RKNP_VM_SERIES=5.10 "$ROOT/tests/vm/run.sh" "$BUILD"
 echo "== packages: .debs built, lintian, installed, hardening-check, demo against them"
 "$ROOT/tests/package/run.sh"
 echo "== all tests passed"

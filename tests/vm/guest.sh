@@ -33,7 +33,7 @@ mount -t tmpfs -o mode=0755 tmpfs /run
 # flock's lock files (tests/lib/common.sh setup_test_user), as on Debian.
 install -d -m 1777 /run/lock
 mkdir -p "$OUT"
-mount -t 9p -o trans=virtio,version=9p2000.L,rw rknpout "$OUT"
+mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=512000 rknpout "$OUT"
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 for d in /var/tmp /var/log; do mount -t tmpfs -o mode=0755 tmpfs "$d"; done
 chmod 1777 /var/tmp
@@ -160,6 +160,14 @@ logged_as_probed() {
         expect_logged "no SO_PEEK_OFF: the fast path's discard mode" \
             "peek mode discard \\(the kernel has no SO_PEEK_OFF" || bad=1
     fi
+    # UDP: GSO frames to the guest only where the tap takes them (6.2+).
+    if [ "$(feature "TUNSETOFFLOAD USO4+USO6 (UDP GSO frames to the guest)")" = yes ]; then
+        expect_logged "UDP GSO to the guest: on" "reach the guest as one GSO frame" || bad=1
+    else
+        expect_logged "no UDP GSO to the guest: said so" "one frame a datagram to the guest" || bad=1
+    fi
+    # ICMP echo: ping sockets or libslirp, either way said once.
+    expect_logged "ICMP echo: its path said" "ICMP echo: (ping sockets|libslirp)" || bad=1
     if grep -F 'network/plugin' "$OUT/plugin-start.log" | grep -E 'level=(error|fatal)'; then
         echo "FAIL the plugin logged errors"
         bad=1

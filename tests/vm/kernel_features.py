@@ -27,6 +27,7 @@ SECCOMP_RET_ERRNO = 0x00050000
 SECCOMP_RET_LOG = 0x7FFC0000
 SO_PEEK_OFF = 42
 SO_MEMINFO = 55
+SOL_UDP, UDP_SEGMENT, UDP_GRO = 17, 103, 104
 CLONE_NEWNET = 0x40000000
 TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
@@ -47,8 +48,8 @@ def syscall(*args):
     return rc if rc >= 0 else -ctypes.get_errno()
 
 
-def tcp_option(fn):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def socket_option(fn, kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as s:
         try:
             fn(s)
             return "yes"
@@ -92,7 +93,7 @@ def tap_features(out):
              TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN),
             ("TUNSETOFFLOAD csum+TSO4+TSO6+TSO_ECN (rknp at MTU 65520)",
              TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN),
-            ("TUNSETOFFLOAD USO4+USO6 (not used by rknp)",
+            ("TUNSETOFFLOAD USO4+USO6 (UDP GSO frames to the guest)",
              TUN_F_CSUM | TUN_F_USO4 | TUN_F_USO6),
         ):
             try:
@@ -114,10 +115,15 @@ def sysctl(path):
 
 def main():
     out = {"kernel": os.uname().release}
-    out["SO_PEEK_OFF on TCP"] = tcp_option(
+    out["SO_PEEK_OFF on TCP"] = socket_option(
         lambda s: s.setsockopt(socket.SOL_SOCKET, SO_PEEK_OFF, 0))
-    out["SO_MEMINFO on TCP"] = tcp_option(
+    out["SO_MEMINFO on TCP"] = socket_option(
         lambda s: s.getsockopt(socket.SOL_SOCKET, SO_MEMINFO, 9 * 4))
+    out["UDP_SEGMENT"] = socket_option(
+        lambda s: s.setsockopt(SOL_UDP, UDP_SEGMENT, 1400), socket.SOCK_DGRAM)
+    out["UDP_GRO"] = socket_option(
+        lambda s: s.setsockopt(SOL_UDP, UDP_GRO, 1), socket.SOCK_DGRAM)
+    out["net.ipv4.ping_group_range"] = sysctl("/proc/sys/net/ipv4/ping_group_range")
     out["Landlock ABI"] = landlock_abi()
     out["seccomp(2) RET_ERRNO"] = seccomp_action(SECCOMP_RET_ERRNO)
     out["seccomp(2) RET_LOG"] = seccomp_action(SECCOMP_RET_LOG)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # The fast-path e2e cases, the reliability stream test and the demo on a
-# real old kernel: boots Debian 12's own kernel (linux-image-amd64, 6.1) in
+# real old kernel: boots Debian 12's own kernel (linux-image-amd64, 6.1), or
+# Debian 11's (5.10, tests/vm/install-old-kernel.sh) with RKNP_VM_SERIES=5.10, in
 # qemu (TCG: KVM hangs at boot under nested virtualisation) with this
 # machine's root file system shared read-only over 9p, runs tests/vm/guest.sh
 # there, and fails unless every step passed on the expected kernel. Reports
@@ -11,8 +12,9 @@
 #
 #   sudo tests/vm/run.sh [BUILD_DIR]      # default $BUILD_DIR, else build/
 #
-#   RKNP_VM_KERNEL   vmlinuz to boot (default: the newest /boot/vmlinuz-6.1.*)
-#   RKNP_VM_EXPECT   required prefix of the guest's `uname -r` (default 6.1.)
+#   RKNP_VM_SERIES   kernel series to boot: 6.1 (default) or 5.10
+#   RKNP_VM_KERNEL   vmlinuz to boot (default: the newest /boot/vmlinuz-SERIES.*)
+#   RKNP_VM_EXPECT   required prefix of the guest's `uname -r` (default SERIES.)
 #   RKNP_VM_STEPS    "features demo e2e rel_stream" (default: all; demo checks
 #                    the plugin's log against what features found)
 #   RKNP_VM_E2E_CASES  e2e cases (default: see E2E_CASES below)
@@ -27,8 +29,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(readlink -f "${1:-${BUILD_DIR:-$ROOT/build}}")
 [ "$(id -u)" = 0 ] || { echo "run as root (qemu shares / with a root guest)"; exit 1; }
 
-KERNEL=${RKNP_VM_KERNEL:-$(find /boot -maxdepth 1 -name 'vmlinuz-6.1.*' | sort -V | tail -n1)}
-EXPECT=${RKNP_VM_EXPECT:-6.1.}
+SERIES=${RKNP_VM_SERIES:-6.1}
+KERNEL=${RKNP_VM_KERNEL:-$(find /boot -maxdepth 1 -name "vmlinuz-$SERIES.*" | sort -V | tail -n1)}
+EXPECT=${RKNP_VM_EXPECT:-$SERIES.}
 STEPS=${RKNP_VM_STEPS:-features demo e2e rel_stream}
 # Outbound TCP downloads with sha256 (host loopback, a netns "remote" host,
 # the largest MTU) and published ports (the plugin port driver, whose TCP
@@ -36,7 +39,7 @@ STEPS=${RKNP_VM_STEPS:-features demo e2e rel_stream}
 E2E_CASES=${RKNP_VM_E2E_CASES:-http_host_loopback netns_host mtu_65520 ports_plugin}
 TIMEOUT=${RKNP_VM_TIMEOUT:-1200}
 if [ -z "$KERNEL" ] || [ ! -r "$KERNEL" ]; then
-    echo "no kernel to boot: apt-get install linux-image-amd64 (tests/install-deps.sh)"
+    echo "no $SERIES kernel to boot: tests/install-deps.sh installs 6.1 and 5.10"
     exit 1
 fi
 KVER=${KERNEL##*/vmlinuz-}
