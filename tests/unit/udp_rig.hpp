@@ -82,7 +82,7 @@ inline Bytes guest_datagram(bool v6, const uint8_t *src, const uint8_t *dst,
     put_be16(u, sport);
     put_be16(u + 2, dport);
     put_be16(u + 4, uint16_t(udp_len));
-    std::memcpy(u + 8, payload.data(), payload.size());
+    if (!payload.empty()) std::memcpy(u + 8, payload.data(), payload.size());
     uint16_t c = uint16_t(~csum_fold(csum_add(pseudo, u, udp_len)));
     put_be16(u + 6, c == 0 ? 0xffff : c);
     return f;
