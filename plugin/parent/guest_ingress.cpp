@@ -39,7 +39,7 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
     // The checksum is finished once the frame is known not to be the fast
     // path's (it never needs it); fragments are checked whole first.
     uint32_t frames = 1;
-    if (is_ipv4_fragment(frame)) { // libslirp must never see one
+    if (is_ip_fragment(frame)) { // libslirp must never see one
         if (!finish_checksum(tap_frame)) {
             Stats::add(stats_.frames_dropped, 1);
             return Outcome::Dropped;

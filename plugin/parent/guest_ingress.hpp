@@ -94,7 +94,7 @@ private:
     udp::FastPath *udp_fast_path_;
     ToLibslirp to_libslirp_;
     icmp::EchoPath *echo_ = nullptr;
-    Ipv4Reassembler reassembler_;
+    IpReassembler reassembler_;
 };
 
 } // namespace rknp

@@ -196,7 +196,7 @@ seq_frames = b"".join(rec(eth(GUEST_MAC, 0x0800, ipv4(6, GW4, G4, tcp(GW4, G4, 8
                       for i in range(6))
 put("frames", "mergeable", bytes([9]) + seq_frames)
 # IPv4 fragments: in order, out of order, overlapping, a lone trailing one
-# (Ipv4Reassembler: plugin/reassembly.hpp).
+# (IpReassembler: plugin/reassembly.hpp).
 def frag(off_field, payload, ident=7):
     h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, off_field,
                     64, 17, 0, G4, GW4)

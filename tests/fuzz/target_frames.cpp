@@ -278,7 +278,7 @@ struct Stack {
     // SlirpAdapter::input's guard, then libslirp; what GuestIngress hands
     // over must be whole and without urgent data.
     void to_libslirp(std::span<const uint8_t> frame) {
-        fuzz::require(!is_ipv4_fragment(frame), "fragment for libslirp");
+        fuzz::require(!is_ip_fragment(frame), "fragment for libslirp");
         std::vector<uint8_t> copy(frame.begin(), frame.end());
         fuzz::require(!strip_urgent(copy), "URG left for libslirp");
         if (!wrap_guard.allow(frame)) return;

@@ -4,7 +4,7 @@
 // the fragment diversion in front of libslirp. Regression of a fuzz finding:
 // one IPv4 fragment (the last one, arriving first) made Debian 12's libslirp
 // 4.7.0 crash the whole process in ip_reass; GuestIngress::input sends
-// every frame is_ipv4_fragment() flags to Ipv4Reassembler, so libslirp only
+// every frame is_ipv4_fragment() flags to IpReassembler, so libslirp only
 // sees whole datagrams. The end-to-end check is faults.sh.
 #include <doctest/doctest.h>
 
@@ -92,7 +92,7 @@ TEST_CASE("IPv4 fragments are diverted to reassembly, in order or not") {
         auto v = with_vnet(f, VnetHdr{});
         CHECK(is_ipv4_fragment(prep(v, true)));
         // The crasher alone never comes out of the reassembler.
-        Ipv4Reassembler r;
+        IpReassembler r;
         auto lone = ipv4_frame(field);
         CHECK(r.add(lone, 0).datagram.empty());
     }

@@ -53,7 +53,7 @@ struct Fed {
     int completed = 0;
 };
 
-Fed feed(Ipv4Reassembler &r, const std::vector<Bytes> &frames, int64_t now = 0) {
+Fed feed(IpReassembler &r, const std::vector<Bytes> &frames, int64_t now = 0) {
     Fed fed;
     for (const auto &f : frames) {
         REQUIRE(is_ipv4_fragment(f));
@@ -100,7 +100,7 @@ TEST_CASE("fragments in any order give back the original datagram") {
         auto order = parts;
         if (round == 1) std::reverse(order.begin(), order.end());
         if (round >= 2) std::shuffle(order.begin(), order.end(), rng);
-        Ipv4Reassembler r;
+        IpReassembler r;
         auto fed = feed(r, order);
         CHECK(fed.completed == 1);
         CHECK(fed.datagram == whole); // same bytes, same header, valid sum
@@ -117,7 +117,7 @@ TEST_CASE("the DF bit is kept, the reserved bit cleared, length and checksum reb
     auto parts = fragments(whole, 48);
     put_be16(parts[0].data() + 20, 0x8000 | 0x4000 | 0x2000); // evil bit too
     set_ip_checksum(parts[0]);
-    Ipv4Reassembler r;
+    IpReassembler r;
     auto fed = feed(r, parts);
     REQUIRE(fed.completed == 1);
     CHECK(fed.datagram == whole);
@@ -125,7 +125,7 @@ TEST_CASE("the DF bit is kept, the reserved bit cleared, length and checksum reb
 
 TEST_CASE("a datagram of the largest IPv4 size is reassembled") {
     auto whole = datagram(65535 - 20);
-    Ipv4Reassembler r;
+    IpReassembler r;
     auto fed = feed(r, fragments(whole, 1480));
     CHECK(fed.completed == 1);
     CHECK(fed.datagram == whole);
@@ -134,7 +134,7 @@ TEST_CASE("a datagram of the largest IPv4 size is reassembled") {
 TEST_CASE("duplicates are harmless; contradicting overlaps drop the datagram") {
     auto whole = datagram(4000);
     auto parts = fragments(whole, 1000);
-    Ipv4Reassembler r;
+    IpReassembler r;
     std::vector<Bytes> dup = {parts[0], parts[0], parts[1], parts[1], parts[2], parts[3]};
     auto fed = feed(r, dup);
     CHECK(fed.completed == 1);
@@ -184,7 +184,7 @@ TEST_CASE("malformed fragments are dropped one by one") {
     put_be16(beyond.data() + 20, uint16_t(0x1fff));
     set_ip_checksum(beyond);
     bad.push_back(beyond);
-    Ipv4Reassembler r;
+    IpReassembler r;
     for (const auto &f : bad) {
         auto o = r.add(f, 0);
         CHECK(o.datagram.empty());
@@ -196,7 +196,7 @@ TEST_CASE("malformed fragments are dropped one by one") {
 TEST_CASE("a last fragment that contradicts the data or an earlier last drops the datagram") {
     auto whole = datagram(4000);
     auto parts = fragments(whole, 1000);
-    Ipv4Reassembler r;
+    IpReassembler r;
     auto early_end = fragment(whole, 1000, 1000, false); // ends before parts[2]
     auto fed = feed(r, {parts[2], early_end});
     CHECK(fed.dropped == 2);
@@ -216,7 +216,7 @@ TEST_CASE("datagrams are told apart by addresses, id and protocol") {
     c[14 + 9] = 6; // same id as a, TCP
     set_ip_checksum(c);
     auto pa = fragments(a, 1000), pb = fragments(b, 1000), pc = fragments(c, 1000);
-    Ipv4Reassembler r;
+    IpReassembler r;
     std::vector<Bytes> mixed;
     for (size_t i = 0; i < pa.size(); ++i) {
         mixed.push_back(pa[i]);
@@ -236,7 +236,7 @@ TEST_CASE("datagrams are told apart by addresses, id and protocol") {
 }
 
 TEST_CASE("incomplete datagrams expire, and at most kMaxPending are kept") {
-    Ipv4Reassembler r;
+    IpReassembler r;
     auto lone = fragments(datagram(3000), 1000);
     // The lone trailing fragment that crashed libslirp 4.7.0 is only held.
     auto o = r.add(lone.back(), 0);
@@ -245,20 +245,20 @@ TEST_CASE("incomplete datagrams expire, and at most kMaxPending are kept") {
     CHECK(r.pending() == 1);
     // Another fragment after the timeout: the stale datagram is given up.
     auto other = fragments(datagram(3000, 9), 1000);
-    o = r.add(other[0], Ipv4Reassembler::kTimeoutMs);
+    o = r.add(other[0], IpReassembler::kTimeoutMs);
     CHECK(o.dropped == 1);
     CHECK(r.pending() == 1);
 
-    Ipv4Reassembler full;
+    IpReassembler full;
     uint32_t dropped = 0;
-    for (uint16_t id = 0; id < Ipv4Reassembler::kMaxPending + 3; ++id) {
+    for (uint16_t id = 0; id < IpReassembler::kMaxPending + 3; ++id) {
         auto parts = fragments(datagram(3000, id), 1000);
         dropped += full.add(parts[0], 0).dropped + full.add(parts[1], 0).dropped;
     }
-    CHECK(full.pending() == Ipv4Reassembler::kMaxPending);
+    CHECK(full.pending() == IpReassembler::kMaxPending);
     CHECK(dropped == 3 * 2); // the three oldest, two fragments each
     // The newest is still there and completes.
-    auto last = fragments(datagram(3000, Ipv4Reassembler::kMaxPending + 2), 1000);
+    auto last = fragments(datagram(3000, IpReassembler::kMaxPending + 2), 1000);
     o = full.add(last[2], 0);
     CHECK(!o.datagram.empty());
 }

@@ -90,7 +90,7 @@ public:
     FastPath &operator=(const FastPath &) = delete;
 
     // A checksum-complete or partial Ethernet frame from the guest (vnet
-    // header stripped; IPv4 fragments reassembled). NotMine: libslirp's.
+    // header stripped; IP fragments reassembled). NotMine: libslirp's.
     Verdict guest_frame(std::span<const uint8_t> eth_frame);
     // Sends the datagrams guest_frame() queued (the loop calls it after
     // each batch of tap reads; a different flow or size sends them too).

@@ -46,7 +46,7 @@ enum class Parse {
 };
 
 // Parses an Ethernet frame (no vnet header). Checksums are not checked (a
-// guest that can compute a good one gains nothing from a bad one). IPv4
+// guest that can compute a good one gains nothing from a bad one). IP
 // fragments (reassembled before this) and IPv6 extension headers are
 // NotUdp (libslirp's business); padding after the datagram is ignored.
 Parse parse_datagram(std::span<const uint8_t> frame, Datagram &out);

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// IPv6 reassembly: what a guest's kernel sends for a datagram over the MTU
+// (a Fragment header right after the fixed one) comes back as the datagram
+// it cut; overlaps, nesting and sizes past the limit are dropped.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "datapath/checksum.hpp"
+#include "datapath/reassembly.hpp"
+#include "ipv6_datagram.hpp"
+
+using namespace rknp;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+using test::kIpv6Head;
+
+Bytes datagram6(size_t payload_len, uint8_t seed = 1, uint8_t src_last = 0x64) {
+    return test::ipv6_datagram(payload_len, seed, src_last);
+}
+
+Bytes fragment6(const Bytes &whole, size_t off, size_t len, bool more, uint32_t id = 0xabcd,
+                uint8_t next = 17) {
+    return test::ipv6_fragment(whole, off, len, more, id, next);
+}
+
+std::vector<Bytes> fragments6(const Bytes &whole, size_t piece, uint32_t id = 0xabcd) {
+    const size_t payload = whole.size() - kIpv6Head;
+    std::vector<Bytes> out;
+    for (size_t off = 0; off < payload; off += piece) {
+        const size_t len = std::min(piece, payload - off);
+        out.push_back(fragment6(whole, off, len, off + len < payload, id));
+    }
+    return out;
+}
+
+struct Fed {
+    std::vector<Bytes> datagrams;
+    uint32_t dropped = 0;
+};
+
+Fed feed(IpReassembler &r, const std::vector<Bytes> &frames, int64_t now = 0) {
+    Fed fed;
+    for (const auto &f : frames) {
+        REQUIRE(is_ip_fragment(f));
+        auto o = r.add(f, now);
+        fed.dropped += o.dropped;
+        if (!o.datagram.empty()) fed.datagrams.emplace_back(o.datagram.begin(), o.datagram.end());
+    }
+    return fed;
+}
+
+} // namespace
+
+TEST_CASE("is_ipv6_fragment: a Fragment header right after the fixed header") {
+    auto whole = datagram6(100);
+    CHECK_FALSE(is_ip_fragment(whole));
+    auto f = fragment6(whole, 0, 48, true);
+    CHECK(is_ipv6_fragment(f));
+    CHECK(is_ip_fragment(f));
+    CHECK_FALSE(is_ipv4_fragment(f));
+    Bytes hop = f; // hop-by-hop options first: not recognised
+    hop[14 + 6] = 0;
+    CHECK_FALSE(is_ip_fragment(hop));
+    CHECK_FALSE(is_ipv6_fragment(Bytes(f.begin(), f.begin() + kIpv6Head + 7)));
+}
+
+TEST_CASE("IPv6 fragments in any order give back the original datagram") {
+    auto whole = datagram6(6000);
+    auto parts = fragments6(whole, 1448);
+    REQUIRE(parts.size() == 5);
+    std::mt19937 rng(11);
+    for (int round = 0; round < 4; ++round) {
+        auto order = parts;
+        if (round == 1) std::reverse(order.begin(), order.end());
+        if (round >= 2) std::shuffle(order.begin(), order.end(), rng);
+        IpReassembler r;
+        auto fed = feed(r, order);
+        REQUIRE(fed.datagrams.size() == 1);
+        // The fixed header again with next header 17 and the whole length.
+        CHECK(fed.datagrams[0] == whole);
+        CHECK(fed.dropped == 0);
+        CHECK(r.pending() == 0);
+    }
+}
+
+TEST_CASE("IPv6: interleaved datagrams are told apart by id and source") {
+    auto a = datagram6(3000, 1), b = datagram6(3000, 2), c = datagram6(3000, 3, 0x65);
+    auto pa = fragments6(a, 1448, 7), pb = fragments6(b, 1448, 8), pc = fragments6(c, 1448, 7);
+    std::vector<Bytes> mixed;
+    for (size_t i = 0; i < pa.size(); ++i) {
+        mixed.push_back(pa[i]);
+        mixed.push_back(pb[i]);
+        mixed.push_back(pc[i]);
+    }
+    IpReassembler r;
+    auto fed = feed(r, mixed);
+    REQUIRE(fed.datagrams.size() == 3);
+    CHECK(fed.datagrams[0] == a);
+    CHECK(fed.datagrams[1] == b);
+    CHECK(fed.datagrams[2] == c);
+}
+
+TEST_CASE("IPv6: the largest payload (65535) is reassembled, one past it dropped") {
+    auto whole = datagram6(65535);
+    IpReassembler r;
+    auto fed = feed(r, fragments6(whole, 1448));
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
+
+    // A last fragment ending at 65536: one byte past what the payload
+    // length field can say.
+    Bytes longer = whole;
+    longer.push_back(0);
+    IpReassembler r2;
+    CHECK(r2.add(fragment6(longer, 65528, 7, false), 0).dropped == 0);
+    IpReassembler r3;
+    CHECK(r3.add(fragment6(longer, 65528, 8, false), 0).dropped == 1);
+    CHECK(r3.pending() == 0);
+}
+
+TEST_CASE("IPv6: an atomic fragment (offset 0, no more) is whole at once") {
+    auto whole = datagram6(200);
+    IpReassembler r;
+    auto fed = feed(r, {fragment6(whole, 0, 200, false)});
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
+}
+
+TEST_CASE("IPv6: overlaps with other bytes drop the datagram, exact duplicates do not") {
+    auto whole = datagram6(3000);
+    auto parts = fragments6(whole, 1448);
+    SUBCASE("duplicate") {
+        IpReassembler r;
+        auto fed = feed(r, {parts[0], parts[0], parts[1], parts[2]});
+        REQUIRE(fed.datagrams.size() == 1);
+        CHECK(fed.datagrams[0] == whole);
+    }
+    SUBCASE("overlap with different bytes (RFC 5722)") {
+        auto evil = fragment6(whole, 1440, 16, true);
+        evil[kIpv6Head + 8 + 9] ^= 0xff; // inside what parts[0] carried
+        IpReassembler r;
+        auto fed = feed(r, {parts[0], evil, parts[1], parts[2]});
+        CHECK(fed.datagrams.empty());
+        CHECK(fed.dropped >= 2);
+    }
+}
+
+TEST_CASE("IPv6: malformed fragments are dropped, never returned") {
+    auto whole = datagram6(3000);
+    IpReassembler r;
+    SUBCASE("a Fragment header behind a Fragment header") {
+        CHECK(r.add(fragment6(whole, 0, 1448, true, 1, 44), 0).dropped == 1);
+    }
+    SUBCASE("payload length past the frame") {
+        auto f = fragment6(whole, 0, 1448, true);
+        put_be16(f.data() + 14 + 4, 8 + 1456);
+        CHECK(r.add(f, 0).dropped == 1);
+    }
+    SUBCASE("a non-last fragment not a multiple of 8 bytes") {
+        CHECK(r.add(fragment6(whole, 0, 1447, true), 0).dropped >= 1);
+    }
+    SUBCASE("not version 6") {
+        auto f = fragment6(whole, 0, 1448, true);
+        f[14] = 0x40;
+        CHECK(r.add(f, 0).dropped == 1);
+    }
+    CHECK(r.pending() == 0);
+}
