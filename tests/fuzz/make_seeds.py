@@ -324,9 +324,9 @@ put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     (frag(0x2000, b"a" * 16), frag(0x0002, b"b" * 16), frag(0x0011, b"g" * 40, 10))))
 
 
-def cut(payload, seed, ident, pieces):
-    """pieces: (first block, block count, flags)"""
-    return bytes([0]) + struct.pack("<HBH", payload - 8, seed, ident) + b"".join(
+def cut(payload, seed, ident, pieces, v6=False):
+    """pieces: (first block, block count, flags); v6: mode bit 1, IPv6"""
+    return bytes([2 if v6 else 0]) + struct.pack("<HBH", payload - 8, seed, ident) + b"".join(
         struct.pack("<HHB", f, c - 1, fl) for f, c, fl in pieces)
 
 
@@ -335,6 +335,12 @@ put("reassembly", "reverse-dup", cut(3000, 9, 2, [(250, 125, 0), (125, 125, 0), 
 put("reassembly", "overlap-corrupt", cut(4000, 3, 3, [(0, 200, 0), (100, 200, 1), (300, 200, 0)]))
 put("reassembly", "expire", cut(2000, 5, 4, [(0, 100, 0), (100, 150, 2), (0, 100, 0)]))
 put("reassembly", "largest", cut(65515, 1, 5, [(i * 185, 185, 0) for i in range(44)] + [(8140, 50, 0)]))
+put("reassembly", "ipv6-in-order", cut(3000, 7, 0x4242, [(0, 181, 0), (181, 181, 0), (362, 13, 0)], True))
+put("reassembly", "ipv6-reverse-overlap",
+    cut(3000, 7, 0x4242, [(362, 13, 0), (170, 192, 0), (0, 181, 0)], True))
+put("reassembly", "ipv6-largest",
+    cut(65535, 7, 0x4242, [(i * 181, min(181, 8192 - i * 181), 0) for i in range(46)], True))
+put("reassembly", "ipv6-corrupt", cut(3000, 7, 0x4242, [(0, 181, 0), (100, 100, 1), (181, 194, 0)], True))
 
 # ---- tcp: config byte, peek-mode byte (bit 0: discard), u32 fixed ISN,
 # u32 guest ISN base, then records
