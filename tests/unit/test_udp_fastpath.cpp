@@ -448,3 +448,21 @@ TEST_CASE("udp_fastpath: the guest end of a forward libslirp carries stays libsl
     rig.path.release_to_fast_path(guest4, 5353);
     CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::Consumed);
 }
+
+TEST_CASE("udp_fastpath: a flow from an end that becomes a libslirp forward's is closed") {
+    // The guest talked from port 5353 before libslirp got a forward to it:
+    // from then on its datagrams are libslirp's (whose forwarding socket
+    // must carry the forward's replies), those of the earlier flow too.
+    Rig rig;
+    Addrs a(false);
+    HostSocket srv(false);
+    const uint32_t guest4 = 0x0a000264; // 10.0.2.100
+    CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    CHECK(rig.path.guest_frame(a.to_gateway(5354, srv.port, pattern(10, 1))) == Verdict::Consumed);
+    rig.path.flush();
+    REQUIRE(rig.path.flows() == 2);
+    rig.path.keep_for_libslirp(guest4, 5353);
+    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::NotMine);
+    CHECK(rig.path.guest_frame(a.to_gateway(5354, srv.port, pattern(10, 1))) == Verdict::Consumed);
+}

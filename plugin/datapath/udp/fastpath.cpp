@@ -395,6 +395,15 @@ void FastPath::tap_detached() {
 
 void FastPath::keep_for_libslirp(uint32_t guest4, uint16_t guest_port) {
     slirp_ends_.push_back({guest4, guest_port});
+    // Flows the guest opened from that end before are closed: its next
+    // datagrams go to libslirp, whose forwarding socket must carry the
+    // forward's replies (a fast-path forward's flows stay).
+    for (uint32_t i = 0; i < table_.slots(); ++i) {
+        const Flow &f = table_[i];
+        if (!f.closed() && f.fwd < 0 && !f.ep.v6 && f.ep.guest_port == guest_port &&
+            ipv4_of(f.ep.guest) == guest4)
+            close_flow(i);
+    }
 }
 
 void FastPath::release_to_fast_path(uint32_t guest4, uint16_t guest_port) {

@@ -128,7 +128,8 @@ public:
     // The guest end (IPv4, host byte order) of a UDP forward libslirp
     // carries (it moved there for a tap without vnet headers, which a tap
     // with them may follow): datagrams from it stay libslirp's, whose
-    // forwarding socket must carry the replies. Counted: two forwards may
+    // forwarding socket must carry the replies; flows the guest opened
+    // from it before are closed. Counted: two forwards may
     // share one end.
     void keep_for_libslirp(uint32_t guest4, uint16_t guest_port);
     void release_to_fast_path(uint32_t guest4, uint16_t guest_port);
