@@ -92,6 +92,9 @@ void structured_mode(fuzz::Input &in, bool v6) {
     for (size_t i = 0; i < kMaxRecords && in.left() > 0; ++i) {
         size_t first = in.u16() % blocks;
         size_t count = 1 + in.u16() % (blocks - first);
+        // An IPv6 fragment's payload length (its data and the 8-byte
+        // Fragment header) is 16 bits: at most 8190 blocks of data.
+        if (v6) count = std::min<size_t>(count, 8190);
         uint8_t flags = in.u8();
         size_t off = first * 8, end = std::min(payload, (first + count) * 8);
         bool more = end < payload;
