@@ -123,7 +123,9 @@ class Agent:
             self.p.wait()
 
 
-def start_servers(target, iperf_port, echo_port, udp_port, opts, log):
+def start_servers(target, iperf_port, echo_port, log, udp_rr=None, udp_port=0):
+    """iperf3 and the TCP echo server where the target's test host is;
+    the UDP request/response server too when udp_rr names the tool."""
     pre = list(target.server_prefix)
     servers = [
         subprocess.Popen(pre + ["iperf3", "-s", "-B", target.server_addr,
@@ -132,9 +134,9 @@ def start_servers(target, iperf_port, echo_port, udp_port, opts, log):
         subprocess.Popen(pre + [PY, os.path.join(HERE, "echo_server.py"),
                                 target.server_addr, str(echo_port)],
                          stdout=subprocess.DEVNULL, stderr=log)]
-    if opts.scenario != "tcp" and os.access(opts.udp_rr, os.X_OK):
+    if udp_rr and os.access(udp_rr, os.X_OK):
         servers.append(subprocess.Popen(
-            pre + [opts.udp_rr, "server", target.server_addr, str(udp_port)],
+            pre + [udp_rr, "server", target.server_addr, str(udp_port)],
             stdout=subprocess.DEVNULL, stderr=log))
     time.sleep(0.3)
     return servers
@@ -173,7 +175,9 @@ def run_session(target, mtu, opts, log):
     iperf_port, echo_port = free_port(), free_port()
     udp_port = free_port(socket.SOCK_DGRAM)
     target.setup(mtu)
-    servers = start_servers(target, iperf_port, echo_port, udp_port, opts, log)
+    servers = start_servers(target, iperf_port, echo_port, log,
+                            udp_rr=opts.udp_rr if opts.scenario != "tcp" else None,
+                            udp_port=udp_port)
     agent_argv = [PY, os.path.join(HERE, "agent.py"), target.dial,
                   str(echo_port), str(iperf_port), target.gateway]
     with open("/proc/loadavg") as f:  # other load on the machine skews runs

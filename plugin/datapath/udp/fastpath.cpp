@@ -109,6 +109,10 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
     bool segmentation = cfg_.segmentation;
     // Without UDP_GRO reads simply come one datagram each.
     if (ok && segmentation) (void)::setsockopt(s.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
+    // Room for what arrives while the stack thread is busy elsewhere (the
+    // default, 208 KiB, overflows in about a millisecond at 2 Gbit/s: the
+    // udp_drops.sh benchmark counted it); the kernel caps it at rmem_max.
+    if (ok) (void)::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = table_.ref(idx);

@@ -174,6 +174,7 @@ private:
     // generation 30 bits), forwards this bit and their index in fwds_.
     static constexpr uint64_t kForwardTag = uint64_t(1) << 62;
     static constexpr size_t kRecvBatch = 16;
+    static constexpr int kHostRcvBuf = 2 << 20; // SO_RCVBUF of host sockets
     static constexpr size_t kRecvBuf = 65536;
 
     int64_t now() const;

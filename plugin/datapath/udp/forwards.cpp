@@ -68,6 +68,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     if (::bind(fd.get(), host, host_len) < 0) return errno;
     // Several datagrams of one client per read when they come in a burst.
     if (cfg_.segmentation) (void)::setsockopt(fd.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
     size_t slot = 0;
     while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
     if (slot == fwds_.size()) fwds_.emplace_back();
