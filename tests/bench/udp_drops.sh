@@ -14,7 +14,8 @@
 #        [--buffer SIZE]   # iperf3 -w on both ends (default: the system's)
 #
 # Defaults: plugin-fast, MTU 1500, 1472-byte datagrams, 10G offered,
-# child -> host (--reverse: host -> child), 4 s.
+# child -> host (--reverse: host -> child), 4 s. BUILD_DIR: the build whose
+# rootlesskit and library run (default build/).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/lib/common.sh
@@ -61,7 +62,7 @@ COUNTERS='awk '\''FILENAME ~ /snmp$/ && /^(Udp|Ip):/ {
     grep -E "RcvbufErrors|SndbufErrors|OutDiscards|InDiscards|InErrors" | grep -v Lite'
 eval "$COUNTERS" >"$SCRATCH/host.before"
 # The child: counters and tap statistics around the run, iperf3's JSON.
-as_user "$ROOT/build/bin/rootlesskit" "${net[@]}" --mtu="$mtu" --copy-up=/etc -- sh -c "
+as_user "$BUILD/bin/rootlesskit" "${net[@]}" --mtu="$mtu" --copy-up=/etc -- sh -c "
     $COUNTERS >'$SCRATCH/child.before'
     ip -s -s link show tap0 >'$SCRATCH/tap.before'
     iperf3 -u -c 10.0.2.2 -p $port -b $rate -l $len -t $seconds ${reverse[*]} ${buffer[*]} -J >'$SCRATCH/iperf3.json'

@@ -19,23 +19,16 @@ using namespace rknp;
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+using test::ipv6_datagram;
+using test::ipv6_fragment;
 using test::kIpv6Head;
-
-Bytes datagram6(size_t payload_len, uint8_t seed = 1, uint8_t src_last = 0x64) {
-    return test::ipv6_datagram(payload_len, seed, src_last);
-}
-
-Bytes fragment6(const Bytes &whole, size_t off, size_t len, bool more, uint32_t id = 0xabcd,
-                uint8_t next = 17) {
-    return test::ipv6_fragment(whole, off, len, more, id, next);
-}
 
 std::vector<Bytes> fragments6(const Bytes &whole, size_t piece, uint32_t id = 0xabcd) {
     const size_t payload = whole.size() - kIpv6Head;
     std::vector<Bytes> out;
     for (size_t off = 0; off < payload; off += piece) {
         const size_t len = std::min(piece, payload - off);
-        out.push_back(fragment6(whole, off, len, off + len < payload, id));
+        out.push_back(ipv6_fragment(whole, off, len, off + len < payload, id));
     }
     return out;
 }
@@ -59,9 +52,9 @@ Fed feed(IpReassembler &r, const std::vector<Bytes> &frames, int64_t now = 0) {
 } // namespace
 
 TEST_CASE("is_ipv6_fragment: a Fragment header right after the fixed header") {
-    auto whole = datagram6(100);
+    auto whole = ipv6_datagram(100);
     CHECK_FALSE(is_ip_fragment(whole));
-    auto f = fragment6(whole, 0, 48, true);
+    auto f = ipv6_fragment(whole, 0, 48, true);
     CHECK(is_ipv6_fragment(f));
     CHECK(is_ip_fragment(f));
     CHECK_FALSE(is_ipv4_fragment(f));
@@ -72,7 +65,7 @@ TEST_CASE("is_ipv6_fragment: a Fragment header right after the fixed header") {
 }
 
 TEST_CASE("IPv6 fragments in any order give back the original datagram") {
-    auto whole = datagram6(6000);
+    auto whole = ipv6_datagram(6000);
     auto parts = fragments6(whole, 1448);
     REQUIRE(parts.size() == 5);
     std::mt19937 rng(11);
@@ -91,7 +84,7 @@ TEST_CASE("IPv6 fragments in any order give back the original datagram") {
 }
 
 TEST_CASE("IPv6: interleaved datagrams are told apart by id and source") {
-    auto a = datagram6(3000, 1), b = datagram6(3000, 2), c = datagram6(3000, 3, 0x65);
+    auto a = ipv6_datagram(3000, 1), b = ipv6_datagram(3000, 2), c = ipv6_datagram(3000, 3, 0x65);
     auto pa = fragments6(a, 1448, 7), pb = fragments6(b, 1448, 8), pc = fragments6(c, 1448, 7);
     std::vector<Bytes> mixed;
     for (size_t i = 0; i < pa.size(); ++i) {
@@ -108,7 +101,7 @@ TEST_CASE("IPv6: interleaved datagrams are told apart by id and source") {
 }
 
 TEST_CASE("IPv6: the largest payload (65535) is reassembled, one past it dropped") {
-    auto whole = datagram6(65535);
+    auto whole = ipv6_datagram(65535);
     IpReassembler r;
     auto fed = feed(r, fragments6(whole, 1448));
     REQUIRE(fed.datagrams.size() == 1);
@@ -119,22 +112,22 @@ TEST_CASE("IPv6: the largest payload (65535) is reassembled, one past it dropped
     Bytes longer = whole;
     longer.push_back(0);
     IpReassembler r2;
-    CHECK(r2.add(fragment6(longer, 65528, 7, false), 0).dropped == 0);
+    CHECK(r2.add(ipv6_fragment(longer, 65528, 7, false), 0).dropped == 0);
     IpReassembler r3;
-    CHECK(r3.add(fragment6(longer, 65528, 8, false), 0).dropped == 1);
+    CHECK(r3.add(ipv6_fragment(longer, 65528, 8, false), 0).dropped == 1);
     CHECK(r3.pending() == 0);
 }
 
 TEST_CASE("IPv6: an atomic fragment (offset 0, no more) is whole at once") {
-    auto whole = datagram6(200);
+    auto whole = ipv6_datagram(200);
     IpReassembler r;
-    auto fed = feed(r, {fragment6(whole, 0, 200, false)});
+    auto fed = feed(r, {ipv6_fragment(whole, 0, 200, false)});
     REQUIRE(fed.datagrams.size() == 1);
     CHECK(fed.datagrams[0] == whole);
 }
 
 TEST_CASE("IPv6: overlaps with other bytes drop the datagram, exact duplicates do not") {
-    auto whole = datagram6(3000);
+    auto whole = ipv6_datagram(3000);
     auto parts = fragments6(whole, 1448);
     SUBCASE("duplicate") {
         IpReassembler r;
@@ -143,7 +136,7 @@ TEST_CASE("IPv6: overlaps with other bytes drop the datagram, exact duplicates d
         CHECK(fed.datagrams[0] == whole);
     }
     SUBCASE("overlap with different bytes (RFC 5722)") {
-        auto evil = fragment6(whole, 1440, 16, true);
+        auto evil = ipv6_fragment(whole, 1440, 16, true);
         evil[kIpv6Head + 8 + 9] ^= 0xff; // inside what parts[0] carried
         IpReassembler r;
         auto fed = feed(r, {parts[0], evil, parts[1], parts[2]});
@@ -153,21 +146,21 @@ TEST_CASE("IPv6: overlaps with other bytes drop the datagram, exact duplicates d
 }
 
 TEST_CASE("IPv6: malformed fragments are dropped, never returned") {
-    auto whole = datagram6(3000);
+    auto whole = ipv6_datagram(3000);
     IpReassembler r;
     SUBCASE("a Fragment header behind a Fragment header") {
-        CHECK(r.add(fragment6(whole, 0, 1448, true, 1, 44), 0).dropped == 1);
+        CHECK(r.add(ipv6_fragment(whole, 0, 1448, true, 1, 44), 0).dropped == 1);
     }
     SUBCASE("payload length past the frame") {
-        auto f = fragment6(whole, 0, 1448, true);
+        auto f = ipv6_fragment(whole, 0, 1448, true);
         put_be16(f.data() + 14 + 4, 8 + 1456);
         CHECK(r.add(f, 0).dropped == 1);
     }
     SUBCASE("a non-last fragment not a multiple of 8 bytes") {
-        CHECK(r.add(fragment6(whole, 0, 1447, true), 0).dropped >= 1);
+        CHECK(r.add(ipv6_fragment(whole, 0, 1447, true), 0).dropped >= 1);
     }
     SUBCASE("not version 6") {
-        auto f = fragment6(whole, 0, 1448, true);
+        auto f = ipv6_fragment(whole, 0, 1448, true);
         f[14] = 0x40;
         CHECK(r.add(f, 0).dropped == 1);
     }
