@@ -3,16 +3,11 @@
 // The ICMP echo path (datapath/icmp/): the ping_group_range probe's
 // parsing, guest echo requests parsed and checked, reply frames built (and
 // fragmented), and EchoPath with real ping sockets. Those run in a network
-// namespace of the test's own (a thread that unshares one, sets lo up with
-// 192.0.2.1 and 2001:db8::1 on it and allows ping sockets there): the host's
-// ping_group_range is never touched, and no packet leaves that namespace.
-// Without root (no namespace) those cases are skipped with a message.
+// namespace of the test's own (own_netns.hpp) that allows ping sockets: the
+// host's ping_group_range is never touched. Without root they are skipped.
 #include <doctest/doctest.h>
 
-#include <net/if.h>
 #include <poll.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,17 +16,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <exception>
-#include <fstream>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/config.hpp"
 #include "datapath/checksum.hpp"
 #include "datapath/icmp/echo_path.hpp"
 #include "parent/guest_ingress.hpp"
+#include "own_netns.hpp"
 
 using namespace rknp;
 using namespace rknp::icmp;
@@ -187,88 +180,11 @@ PingProbe allowed() {
     return p;
 }
 
-// ---- the test's own network namespace
+// ---- the test's own network namespace (own_netns.hpp), ping sockets allowed there
 
-struct In6Ifreq { // struct in6_ifreq (linux/ipv6.h clashes with netinet/in.h)
-    in6_addr addr;
-    uint32_t prefixlen;
-    int ifindex;
-};
-
-// Sets up the calling thread's new network namespace; "" or why not.
-std::string enter_netns(bool &v6) {
-    if (::unshare(CLONE_NEWNET) != 0)
-        return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-    int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq ifr{};
-    std::strcpy(ifr.ifr_name, "lo");
-    if (::ioctl(s, SIOCGIFFLAGS, &ifr) != 0) return "SIOCGIFFLAGS lo";
-    ifr.ifr_flags |= IFF_UP;
-    if (::ioctl(s, SIOCSIFFLAGS, &ifr) != 0) return "SIOCSIFFLAGS lo";
-    ifreq alias{};
-    std::strcpy(alias.ifr_name, "lo:1");
-    auto *sin = reinterpret_cast<sockaddr_in *>(&alias.ifr_addr);
-    sin->sin_family = AF_INET;
-    inet_pton(AF_INET, "192.0.2.1", &sin->sin_addr);
-    if (::ioctl(s, SIOCSIFADDR, &alias) != 0) return "SIOCSIFADDR 192.0.2.1";
-    ::close(s);
-    {
-        std::ofstream r("/proc/sys/net/ipv4/ping_group_range");
-        r << "0 2147483647\n";
-        if (!r.flush()) return "writing this namespace's ping_group_range";
-    }
-    v6 = false;
-    int s6 = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s6 >= 0) {
-        In6Ifreq r6{};
-        inet_pton(AF_INET6, "2001:db8::1", &r6.addr);
-        r6.prefixlen = 128;
-        r6.ifindex = int(if_nametoindex("lo"));
-        v6 = ::ioctl(s6, SIOCSIFADDR, &r6) == 0;
-        ::close(s6);
-    }
-    // A new IPv6 address stays tentative until the kernel's DAD worker has
-    // run (at once on lo, but asynchronously): until then it neither
-    // sends nor receives. Binding to it succeeds once it is usable.
-    for (const char *a : {"::1", "2001:db8::1"}) {
-        for (int i = 0; v6 && i < 500; ++i) {
-            sockaddr_in6 b{};
-            b.sin6_family = AF_INET6;
-            inet_pton(AF_INET6, a, &b.sin6_addr);
-            int t = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-            bool ok = t >= 0 && ::bind(t, reinterpret_cast<sockaddr *>(&b), sizeof b) == 0;
-            if (t >= 0) ::close(t);
-            if (ok) break;
-            if (i == 499) v6 = false;
-            ::usleep(10000);
-        }
-    }
-    return "";
-}
-
-// Runs body on a thread inside a fresh network namespace; false (with a
-// message) if there is none to be had.
 bool in_netns(const std::function<void(bool v6)> &body) {
-    std::string why;
-    std::exception_ptr error;
-    std::thread t([&] {
-        bool v6 = false;
-        why = enter_netns(v6);
-        if (!why.empty()) return;
-        try {
-            body(v6);
-        } catch (...) {
-            error = std::current_exception();
-        }
-    });
-    t.join();
-    if (error) std::rethrow_exception(error);
-    if (!why.empty()) {
-        MESSAGE("skipped: no network namespace of our own (" << why
-                << "); these cases need root");
-        return false;
-    }
-    return true;
+    return testns::in_own_netns({{"/proc/sys/net/ipv4/ping_group_range", "0 2147483647"}},
+                                body);
 }
 
 // Waits for replies (up to 2 s) until want frames have come.

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // How fast-path flows end against the simulated guest: RSTs either way and
-// in every state, refused connects, FIN and half-close, max_flows, lost
+// in every state, refused connects (also a socket connected to itself), FIN and half-close, max_flows, lost
 // SYN-ACKs and stray SYNs on open flows (the closing cases the review
 // found are in test_tcp_closing.cpp).
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
 
+#include "own_netns.hpp"
 #include "tcp_sim_transfer.hpp"
 
 using namespace tcpsim;
@@ -90,6 +91,29 @@ TEST_CASE("tcp_fastpath: connection refused becomes an RST") {
     CHECK(r.csum_ok);
     CHECK(sim.fp->flows() == 0);
     CHECK(sim.fp->stats().connect_failed == 1);
+}
+
+TEST_CASE("tcp_fastpath: a host socket given the very port the guest dialled is refused") {
+    // With one ephemeral port, 45000, a connect to the gateway's 45000
+    // (nothing listens there) can only get 45000 itself: the socket would
+    // open simultaneously with itself and the guest would talk to its own
+    // bytes. The guest must see the port closed instead.
+    testns::in_own_netns({{"/proc/sys/net/ipv4/ip_local_port_range", "45000 45000"}},
+                         [](bool v6_usable) {
+        for (bool v6 : {false, true}) {
+            if (v6 && !v6_usable) continue;
+            CAPTURE(v6);
+            Sim sim;
+            Guest g(sim, v6, 45000);
+            REQUIRE(g.syn() == Verdict::Consumed);
+            Rx r;
+            REQUIRE(g.next(r));
+            CHECK((r.seg.flags & (kRst | kAck)) == (kRst | kAck));
+            CHECK(r.seg.ack == g.iss + 1);
+            CHECK(sim.fp->flows() == 0);
+            CHECK(sim.fp->stats().connect_failed == 1);
+        }
+    });
 }
 
 TEST_CASE("tcp_fastpath: disable_host_loopback refuses the gateway") {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "own_netns.hpp"
 #include "udp_rig.hpp"
 
 using namespace rknp;
@@ -321,6 +322,54 @@ TEST_CASE("udp_fastpath: a closed port answers the guest with ICMP port unreacha
         CHECK(be16(inner + inner_len + 2) == closed);
         CHECK(rig.path.stats().icmp_to_guest == 1);
         CHECK(rig.path.flows() == 1); // the flow lives on, as a socket does
+    }
+}
+
+TEST_CASE("udp_fastpath: a host socket given the very port the guest dialled never echoes") {
+    // A flow's socket connected to 127.0.0.1:P where nothing is bound can
+    // get P itself as its ephemeral port: it would then read back its own
+    // datagrams, and the guest would get them as the host's answer.
+    auto ask = [](Rig &rig, const Addrs &a, uint16_t port) {
+        const Bytes bytes = pattern(200, 3);
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40004, port, bytes)) == Verdict::Consumed);
+        rig.path.flush();
+        (void)rig.poll_host(200);
+        for (const Out &o : rig.guest.out) CHECK(ip_of(o.frame, a.v6).proto != 17);
+    };
+    SUBCASE("one ephemeral port: the only one is the dialled port, the flow is dropped") {
+        testns::in_own_netns({{"/proc/sys/net/ipv4/ip_local_port_range", "45000 45000"}},
+                             [&](bool v6_usable) {
+            for (bool v6 : {false, true}) {
+                if (v6 && !v6_usable) continue;
+                CAPTURE(v6);
+                Rig rig;
+                Addrs a(v6);
+                ask(rig, a, 45000);
+                CHECK(rig.guest.out.empty());
+                CHECK(rig.path.flows() == 0);
+                CHECK(rig.path.stats().dropped_to_host == 1);
+            }
+        });
+    }
+    SUBCASE("two: the guest hears port unreachable whichever the kernel picks first") {
+        testns::in_own_netns({{"/proc/sys/net/ipv4/ip_local_port_range", "45000 45001"}},
+                             [&](bool v6_usable) {
+            // The kernel picks at random: the chance that none of 16 flows
+            // is offered the dialled port first is 1 in 65536.
+            for (int i = 0; i < 16; ++i) {
+                const bool v6 = v6_usable && i % 2 == 1;
+                CAPTURE(i);
+                Rig rig;
+                Addrs a(v6);
+                ask(rig, a, 45000);
+                REQUIRE(rig.guest.out.size() == 1);
+                Ip ip = ip_of(rig.guest.out[0].frame, v6);
+                CHECK(ip.proto == (v6 ? 58 : 1));
+                REQUIRE(ip.payload.size() >= 2);
+                CHECK(ip.payload[0] == (v6 ? 1 : 3)); // destination unreachable
+                CHECK(ip.payload[1] == (v6 ? 4 : 3)); // port unreachable
+            }
+        });
     }
 }
 

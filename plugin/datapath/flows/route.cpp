@@ -94,6 +94,23 @@ HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
     return a;
 }
 
+bool connected_to_itself(int fd, const sockaddr *target) {
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) != 0 ||
+        local.ss_family != target->sa_family)
+        return false;
+    if (target->sa_family == AF_INET) {
+        const auto &l = reinterpret_cast<const sockaddr_in &>(local);
+        const auto *t = reinterpret_cast<const sockaddr_in *>(target);
+        return l.sin_port == t->sin_port && l.sin_addr.s_addr == t->sin_addr.s_addr;
+    }
+    const auto &l = reinterpret_cast<const sockaddr_in6 &>(local);
+    const auto *t = reinterpret_cast<const sockaddr_in6 *>(target);
+    return l.sin6_port == t->sin6_port &&
+           std::memcmp(&l.sin6_addr, &t->sin6_addr, sizeof l.sin6_addr) == 0;
+}
+
 Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
                                const uint8_t guest_mac[6], const uint8_t src[16],
                                const uint8_t dst[16], uint16_t sport,

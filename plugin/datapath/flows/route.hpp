@@ -66,6 +66,13 @@ struct HostAddrs {
 HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
                      const uint8_t dst[16], uint16_t port);
 
+// Whether a socket connect() has just given an ephemeral port holds the
+// very address and port it connected to. On loopback, with nothing bound
+// there, the kernel may pick the port the guest dialled: the socket then
+// talks to itself (UDP gets its own datagrams back, TCP opens
+// simultaneously with itself) where the guest must see the port closed.
+bool connected_to_itself(int fd, const sockaddr *target);
+
 // The Endpoints of a guest flow from its first packet: the guest's MAC
 // and address as sent, the remote it dialled, the gateway MAC libslirp
 // would use for frames from that remote.

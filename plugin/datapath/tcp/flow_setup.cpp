@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "datapath/flows/route.hpp"
+
 namespace rknp::tcp {
 
 namespace {
@@ -99,7 +101,10 @@ bool Flow::open(FlowContext &c, const Open &o) {
         return false;
     }
     v_.state = State::Connecting;
-    if (::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) {
+    // Connected to itself: nothing listens on that port (a listener would
+    // have kept the kernel from picking it), so the guest is refused.
+    if ((::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) ||
+        connected_to_itself(fd, o.target)) {
         ++c.stats.connect_failed;
         close(c, Reset::Guest);
         return false;

@@ -36,6 +36,25 @@ bool icmp_left_error(int err) {
            err == EHOSTDOWN || err == EPROTO;
 }
 
+// A socket connected to the flow's host address (bound first to the
+// outbound address if one is set); invalid if any step fails.
+UniqueFd connect_host_socket(bool v6, const HostAddrs &addrs) {
+    UniqueFd s(::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const int one = 1;
+    // IP_RECVERR: ICMP errors queue with their type and the datagram they
+    // answer, which is what the guest must be told.
+    const bool ok =
+        s.valid() &&
+        (v6 ? ::setsockopt(s.get(), SOL_IPV6, IPV6_RECVERR, &one, sizeof one)
+            : ::setsockopt(s.get(), SOL_IP, IP_RECVERR, &one, sizeof one)) == 0 &&
+        (addrs.bind_len == 0 ||
+         ::bind(s.get(), reinterpret_cast<const sockaddr *>(&addrs.bind), addrs.bind_len) ==
+             0) &&
+        ::connect(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target),
+                  addrs.target_len) == 0;
+    return ok ? std::move(s) : UniqueFd();
+}
+
 } // namespace
 
 FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
@@ -94,18 +113,16 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
     }
     const uint32_t idx = *slot;
     const HostAddrs addrs = host_addrs(cfg_, r, d.v6, d.dst, d.dport);
-    UniqueFd s(::socket(d.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    UniqueFd s = connect_host_socket(d.v6, addrs);
+    if (s.valid() &&
+        connected_to_itself(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target))) {
+        // While this one holds the port, a second socket gets another,
+        // and the guest hears what nothing listening there means.
+        UniqueFd self = std::move(s);
+        s = connect_host_socket(d.v6, addrs);
+    }
     const int one = 1;
-    // IP_RECVERR: ICMP errors queue with their type and the datagram they
-    // answer, which is what the guest must be told.
-    bool ok = s.valid() &&
-              (d.v6 ? ::setsockopt(s.get(), SOL_IPV6, IPV6_RECVERR, &one, sizeof one)
-                    : ::setsockopt(s.get(), SOL_IP, IP_RECVERR, &one, sizeof one)) == 0 &&
-              (addrs.bind_len == 0 ||
-               ::bind(s.get(), reinterpret_cast<const sockaddr *>(&addrs.bind),
-                      addrs.bind_len) == 0) &&
-              ::connect(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target),
-                        addrs.target_len) == 0;
+    bool ok = s.valid();
     bool segmentation = cfg_.segmentation;
     // Without UDP_GRO reads simply come one datagram each.
     if (ok && segmentation) (void)::setsockopt(s.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
