@@ -364,6 +364,14 @@ port_case() {
     expect "file from 198.18.0.2 through 198.18.0.1:$rp" "^$FILE_SHA\$" "$out"
     out=$(ip netns exec "$NETNS_HOST" "$PY" "$SCRATCH/bin/port_helper.py" udp-echo 198.18.0.1 "$ru")
     expect "udp echo from 198.18.0.2 through 198.18.0.1:$ru" "^udp-echo-ok 1200\$" "$out"
+    if [ "$pd" = plugin ]; then
+        # A client on 127.0.0.1 connect()ed to another of the host's
+        # addresses hears the 0.0.0.0 forward's replies only if they come
+        # from that address (the kernel's own pick would be 127.0.0.1).
+        out=$("$PY" "$SCRATCH/bin/port_helper.py" udp-echo 127.0.0.2 "$ru" --from-loopback)
+        expect "udp echo from 127.0.0.1 through 127.0.0.2:$ru, replies from 127.0.0.2" \
+            "^udp-echo-ok 1200\$" "$out"
+    fi
 
     # The API reports the port driver. With the plugin, libslirp shows
     # loopback clients as the gateway and others with their own address.

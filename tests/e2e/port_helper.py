@@ -7,9 +7,11 @@
       inside rootlesskit: HTTP on 0.0.0.0:TCP_PORT serving DIR and a UDP
       echo on 0.0.0.0:UDP_PORT; logs "tcp-peer ADDR ..." per request so a
       case can see which source address reached the child. Exits on SIGTERM.
-  port_helper.py udp-echo ADDR PORT
+  port_helper.py udp-echo ADDR PORT [--from-loopback]
       sends random datagrams to ADDR:PORT until one comes back unchanged
       (prints "udp-echo-ok N") or gives up after ~10 s (exit 1).
+      --from-loopback: from a socket on 127.0.0.1 connect()ed to ADDR, as
+      a DNS client is: only replies from ADDR itself count.
 """
 import functools
 import http.server
@@ -39,13 +41,16 @@ def serve(directory, tcp_port, udp_port):
     srv.serve_forever()
 
 
-def udp_echo(addr, port):
+def udp_echo(addr, port, from_loopback=False):
     s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(0.5)
+    if from_loopback:
+        s.bind(("127.0.0.1", 0))
+        s.connect((addr, port))
     for _ in range(20):
         msg = os.urandom(1200)
         try:
-            s.sendto(msg, (addr, port))
+            s.sendto(msg, (addr, port)) if not from_loopback else s.send(msg)
             while True:  # skip late replies to earlier attempts
                 data, _ = s.recvfrom(65535)
                 if data == msg:
@@ -61,8 +66,11 @@ def main():
     if len(sys.argv) == 5 and sys.argv[1] == "serve":
         serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return 0
-    if len(sys.argv) == 4 and sys.argv[1] == "udp-echo":
-        return udp_echo(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "udp-echo":
+        if len(sys.argv) == 5 and sys.argv[4] != "--from-loopback":
+            print(__doc__, file=sys.stderr)
+            return 2
+        return udp_echo(sys.argv[2], int(sys.argv[3]), len(sys.argv) == 5)
     print(__doc__, file=sys.stderr)
     return 2
 

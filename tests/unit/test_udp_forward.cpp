@@ -3,7 +3,8 @@
 // UDP forwards on the fast path, with real loopback sockets: a host client
 // sends to the forward's port, the guest gets the datagram from the
 // client as it sees it (the gateway for loopback), its replies reach the
-// client from the forward's address; one flow per client, IPv6 listeners,
+// client from the forward's address (on a wildcard forward, the address
+// the client sent to); one flow per client, IPv6 listeners,
 // EADDRINUSE, removal, admission, clashes, idle expiry, the guest's MAC.
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 
+#include "own_netns.hpp"
 #include "udp_rig.hpp"
 
 using namespace rknp;
@@ -24,22 +26,26 @@ constexpr uint16_t kGuestPort = 5353;
 // A free loopback UDP port (bound, then released).
 uint16_t free_port(bool v6) { return HostSocket(v6).port; }
 
-sockaddr_storage loopback(bool v6, uint16_t port, socklen_t &len) {
+// addr: an IPv4 or IPv6 address in text.
+sockaddr_storage socket_address(const char *addr, uint16_t port, socklen_t &len) {
     sockaddr_storage ss{};
-    if (v6) {
-        auto &a = reinterpret_cast<sockaddr_in6 &>(ss);
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_loopback;
-        a.sin6_port = htons(port);
-        len = sizeof a;
+    auto &a6 = reinterpret_cast<sockaddr_in6 &>(ss);
+    auto &a4 = reinterpret_cast<sockaddr_in &>(ss);
+    if (inet_pton(AF_INET6, addr, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons(port);
+        len = sizeof a6;
     } else {
-        auto &a = reinterpret_cast<sockaddr_in &>(ss);
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = htons(port);
-        len = sizeof a;
+        REQUIRE(inet_pton(AF_INET, addr, &a4.sin_addr) == 1);
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons(port);
+        len = sizeof a4;
     }
     return ss;
+}
+
+sockaddr_storage loopback(bool v6, uint16_t port, socklen_t &len) {
+    return socket_address(v6 ? "::1" : "127.0.0.1", port, len);
 }
 
 uint16_t port_of(const sockaddr_storage &ss) {
@@ -54,12 +60,14 @@ struct FwdRig : Rig {
     uint16_t port = 0;
     sockaddr_storage host{};
     socklen_t host_len = 0;
+    // wildcard: the forward binds 0.0.0.0 or :: rather than loopback.
     explicit FwdRig(bool v6_ = false, std::function<Admission()> admit = {},
-                    bool learn_mac = true)
+                    bool learn_mac = true, bool wildcard = false)
         : Rig(65520, true, std::move(admit)), v6(v6_) {
         for (int attempt = 0; attempt < 10 && port == 0; ++attempt) {
             const uint16_t p = free_port(v6);
-            host = loopback(v6, p, host_len);
+            host = wildcard ? socket_address(v6 ? "::" : "0.0.0.0", p, host_len)
+                            : loopback(v6, p, host_len);
             if (path.add_forward(reinterpret_cast<sockaddr *>(&host), host_len, kGuestHost4,
                                  kGuestPort) == 0)
                 port = p;
@@ -398,4 +406,60 @@ TEST_CASE("udp_forward: where the tap takes UDP GSO, a client's burst is one fra
     CHECK(got == burst);
     CHECK(rig.path.stats().gso_frames >= 1);
     CHECK(rig.guest.out.size() < 10);
+}
+
+TEST_CASE("udp_forward: on a wildcard address, replies leave from the address the client "
+          "sent to") {
+    // A client on the loopback address that connect()s to another of the
+    // host's addresses takes only what comes from that address; the
+    // kernel's own choice for a reply to loopback is the loopback address.
+    testns::in_own_netns({}, [](bool have_v6) {
+        for (bool v6 : {false, true}) {
+            if (v6 && !have_v6) {
+                MESSAGE("no IPv6 address in the test's namespace: IPv6 not checked");
+                continue;
+            }
+            CAPTURE(v6);
+            FwdRig rig(v6, {}, true, true);
+            HostSocket client(v6); // bound to 127.0.0.1 or ::1
+            socklen_t len;
+            const sockaddr_storage other =
+                socket_address(v6 ? "2001:db8::1" : "192.0.2.1", rig.port, len);
+            REQUIRE(::connect(client.fd.get(), reinterpret_cast<const sockaddr *>(&other),
+                              len) == 0);
+            const Bytes ask = pattern(90, 7), answer = pattern(300, 8);
+            REQUIRE(::send(client.fd.get(), ask.data(), ask.size(), 0) == ssize_t(ask.size()));
+            REQUIRE(rig.poll_host());
+            REQUIRE(rig.guest.out.size() == 1);
+            check_to_guest(rig.guest.out[0], client.port, ask);
+            // A run of equal replies too: the source rides with UDP_SEGMENT.
+            CHECK(rig.reply(client.port, answer) == Verdict::Consumed);
+            for (int i = 0; i < 3; ++i)
+                REQUIRE(rig.path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort,
+                                                            client.port, answer)) ==
+                        Verdict::Consumed);
+            rig.path.flush();
+            for (int i = 0; i < 4; ++i) {
+                CAPTURE(i);
+                sockaddr_storage from{};
+                std::optional<Bytes> got = client.recv(&from);
+                REQUIRE(got); // the old code's reply came from loopback: filtered out
+                CHECK(*got == answer);
+                CHECK(port_of(from) == rig.port);
+            }
+            CHECK(rig.path.stats().dropped_to_host == 0);
+            // A client that sends to loopback still hears from loopback.
+            HostSocket plain(v6);
+            const sockaddr_storage lo = loopback(v6, rig.port, len);
+            REQUIRE(::connect(plain.fd.get(), reinterpret_cast<const sockaddr *>(&lo), len) ==
+                    0);
+            REQUIRE(::send(plain.fd.get(), ask.data(), ask.size(), 0) == ssize_t(ask.size()));
+            REQUIRE(rig.poll_host());
+            REQUIRE(rig.guest.out.size() == 2);
+            CHECK(rig.reply(plain.port, answer) == Verdict::Consumed);
+            std::optional<Bytes> got = plain.recv();
+            REQUIRE(got);
+            CHECK(*got == answer);
+        }
+    });
 }

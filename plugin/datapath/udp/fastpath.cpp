@@ -217,17 +217,31 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         m.msg_name = &f.client;
         m.msg_namelen = f.client_len;
     }
-    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
+    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(in6_pktinfo))]{};
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    size_t used = 0;
+    auto add_cmsg = [&](int level, int type, const void *data, size_t n) {
+        cmsghdr *c = reinterpret_cast<cmsghdr *>(ctl + used);
+        c->cmsg_level = level;
+        c->cmsg_type = type;
+        c->cmsg_len = CMSG_LEN(n);
+        std::memcpy(CMSG_DATA(c), data, n);
+        used += CMSG_SPACE(n);
+    };
     if (seg < len) {
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof ctl;
-        cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_UDP;
-        c->cmsg_type = UDP_SEGMENT;
-        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
         const uint16_t s = uint16_t(seg);
-        std::memcpy(CMSG_DATA(c), &s, sizeof s);
+        add_cmsg(SOL_UDP, UDP_SEGMENT, &s, sizeof s);
     }
+    if (f.fwd >= 0 && f.reply_from.family == AF_INET) {
+        in_pktinfo pi{};
+        pi.ipi_spec_dst = f.reply_from.v4;
+        add_cmsg(IPPROTO_IP, IP_PKTINFO, &pi, sizeof pi);
+    } else if (f.fwd >= 0 && f.reply_from.family == AF_INET6) {
+        add_cmsg(IPPROTO_IPV6, IPV6_PKTINFO, &f.reply_from.v6, sizeof f.reply_from.v6);
+    }
+    m.msg_controllen = used;
+    if (used == 0) m.msg_control = nullptr;
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
         if (errno != EINTR && !icmp_left_error(errno)) return false;

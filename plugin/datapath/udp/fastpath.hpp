@@ -48,6 +48,16 @@ union ClientAddr {
     sockaddr_in6 v6;
 };
 
+// The source address a forward's reply leaves from when the forward is
+// bound to a wildcard address: the one its client sent to, as a server
+// would answer. A client that connect()ed to one of the host's addresses
+// takes nothing from another (the kernel's own choice for the reply).
+struct ReplySource {
+    sa_family_t family = AF_UNSPEC; // AF_UNSPEC: the kernel chooses
+    in_addr v4{};
+    in6_pktinfo v6{}; // with the interface for a link-local address
+};
+
 struct FastPathConfig : VirtualNet {
     uint32_t mtu = 65520;
     // Slots of the flow table (the parent's effective max_flows; the cap
@@ -149,11 +159,13 @@ private:
         int32_t fwd = -1;
         ClientAddr client{};
         socklen_t client_len = 0;
+        ReplySource reply_from{}; // where its client last sent to
         const Endpoints &endpoints() const { return ep; }
         bool closed() const { return !sock.valid() && fwd < 0; }
     };
     struct Forward {
         UniqueFd fd; // invalid: free entry
+        bool wildcard = false; // bound to 0.0.0.0 or ::: replies pick their source
         sockaddr_storage host{};
         socklen_t host_len = 0;
         uint32_t guest4 = 0;
@@ -174,6 +186,9 @@ private:
     // generation 30 bits), forwards this bit and their index in fwds_.
     static constexpr uint64_t kForwardTag = uint64_t(1) << 62;
     static constexpr size_t kRecvBatch = 16;
+    // A received datagram's ancillary data: UDP_GRO's segment size and,
+    // on a wildcard forward, the packet's local address.
+    static constexpr size_t kRxCtl = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(in6_pktinfo));
     static constexpr int kHostRcvBuf = 2 << 20; // SO_RCVBUF of host sockets
     static constexpr size_t kRecvBuf = 65536;
 
@@ -214,8 +229,7 @@ private:
     std::array<mmsghdr, kRecvBatch> rx_msgs_{};
     std::array<iovec, kRecvBatch> rx_iov_{};
     std::array<iovec, kRecvBatch> gather_{}; // a GSO frame's payload parts
-    // Room for a UDP_GRO cmsg per message.
-    std::array<std::array<uint64_t, 4>, kRecvBatch> rx_ctl_{};
+    std::array<std::array<uint64_t, (kRxCtl + 7) / 8>, kRecvBatch> rx_ctl_{};
     std::array<ClientAddr, kRecvBatch> rx_names_{}; // forwards' clients
     std::array<uint8_t, kMaxHeaders> hdr_{};
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};

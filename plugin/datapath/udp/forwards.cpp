@@ -2,7 +2,8 @@
 
 // The UDP fast path's forwarded ports: one host socket per forward in the
 // path's epoll set; each client address sending to it is a flow towards
-// the guest's end, whose replies leave through that socket (sendto).
+// the guest's end, whose replies leave through that socket (sendto), from
+// the address the client sent to.
 #include "datapath/udp/fastpath.hpp"
 
 #include <arpa/inet.h>
@@ -46,6 +47,48 @@ uint16_t client_port(const ClientAddr &c) {
     return ntohs(c.sa.sa_family == AF_INET6 ? c.v6.sin6_port : c.v4.sin_port);
 }
 
+bool is_wildcard(const sockaddr *host) {
+    if (host->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in *>(host)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(host)->sin6_addr);
+}
+
+// What a forward's datagram says beside its bytes: the segment size of a
+// coalesced read (len if none) and the address it was sent to.
+struct Received {
+    size_t seg;
+    ReplySource to;
+};
+
+Received read_cmsgs(msghdr &m, size_t len) {
+    Received r{len, {}};
+    for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+            c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int g;
+            std::memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0) r.seg = size_t(g);
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+            in_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            // The local address the kernel would answer from, a unicast
+            // one even for a datagram to a broadcast address.
+            r.to.family = AF_INET;
+            r.to.v4 = pi.ipi_spec_dst;
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+            in6_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            if (IN6_IS_ADDR_MULTICAST(&pi.ipi6_addr)) continue; // no source to answer from
+            r.to.family = AF_INET6;
+            r.to.v6.ipi6_addr = pi.ipi6_addr;
+            r.to.v6.ipi6_ifindex = IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr) ? pi.ipi6_ifindex : 0;
+        }
+    }
+    return r;
+}
+
 // ARP requests while the guest's MAC is unknown: at most one this often.
 constexpr int64_t kArpIntervalMs = 1000;
 
@@ -66,6 +109,14 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
         ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
         return errno;
     if (::bind(fd.get(), host, host_len) < 0) return errno;
+    // On a wildcard address every datagram says which of the host's
+    // addresses it was sent to, for the replies' source.
+    const bool wildcard = is_wildcard(host);
+    if (wildcard &&
+        (host->sa_family == AF_INET
+             ? ::setsockopt(fd.get(), IPPROTO_IP, IP_PKTINFO, &one, sizeof one)
+             : ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one)) < 0)
+        return errno;
     // Several datagrams of one client per read when they come in a burst.
     if (cfg_.segmentation) (void)::setsockopt(fd.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
     (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
@@ -78,6 +129,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
     Forward &f = fwds_[slot];
     f.fd = std::move(fd);
+    f.wildcard = wildcard;
     std::memset(&f.host, 0, sizeof f.host);
     std::memcpy(&f.host, host, host_len);
     f.host_len = host_len;
@@ -146,6 +198,7 @@ std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &
     f.fwd = int32_t(slot);
     f.client = client;
     f.client_len = len;
+    f.reply_from = {}; // set by each datagram on a wildcard forward
     f.last_ms = now();
     f.answered = false; // until the guest replies
     f.segmentation = cfg_.segmentation;
@@ -182,6 +235,10 @@ void FastPath::receive_forward(size_t slot) {
         if (!idx) continue;
         Flow &f = table_[*idx];
         f.last_ms = t;
+        const size_t len = rx_msgs_[i].msg_len;
+        const Received r = read_cmsgs(m, len);
+        // The latest address the client used, should it change.
+        if (fwds_[slot].wildcard) f.reply_from = r.to;
         static const uint8_t zero[6] = {};
         if (std::memcmp(f.ep.guest_mac, zero, 6) == 0) {
             if (!guest_mac_known_) {
@@ -196,24 +253,14 @@ void FastPath::receive_forward(size_t slot) {
             }
             std::memcpy(f.ep.guest_mac, guest_mac_, 6);
         }
-        const size_t len = rx_msgs_[i].msg_len;
         const uint8_t *data = rx_buf_.data() + size_t(i) * kRecvBuf;
-        size_t seg = len;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-            if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-                c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-                int g;
-                std::memcpy(&g, CMSG_DATA(c), sizeof g);
-                if (g > 0) seg = size_t(g);
-            }
-        }
         if (len == 0) { // an empty datagram is one too
             to_guest(f, {});
             continue;
         }
         // A coalesced read (one client's burst): one GSO frame where the
         // tap takes them. Reads are not joined across clients or reads.
-        run_to_guest(f, {data, len}, seg);
+        run_to_guest(f, {data, len}, r.seg);
     }
 }
 
