@@ -30,6 +30,8 @@ namespace {
 // default) overflows with large TCP windows at MTU 1500.
 constexpr uint32_t kTxQueueLen = 10000;
 constexpr auto kSlaacWait = std::chrono::seconds(5);
+// TUN_F_USO4/6 (linux/if_tun.h of Linux >= 6.2; Debian 12's headers lack them).
+constexpr unsigned kTunUso4 = 0x20, kTunUso6 = 0x40;
 
 UniqueFd open_tap(const std::string &ifname, bool offload, uint32_t mtu,
                   const Logger &log) {
@@ -47,9 +49,18 @@ UniqueFd open_tap(const std::string &ifname, bool offload, uint32_t mtu,
     // every one fits; below it the guest's kernel segments IPv6 TCP itself.
     unsigned flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN |
                      (mtu >= kMtuMax ? TUN_F_TSO6 : 0);
-    if (offload && ::ioctl(fd.get(), TUNSETOFFLOAD, flags) < 0)
+    if (!offload) return fd;
+    // UDP GSO sends (UDP_SEGMENT, as QUIC stacks make them) come whole as
+    // well where the kernel has it (Linux >= 6.2); the parent splits them
+    // (datapath/udp_gso.hpp). An older kernel refuses the unknown bits.
+    if (::ioctl(fd.get(), TUNSETOFFLOAD, flags | kTunUso4 | kTunUso6) == 0) {
+        log.debug("tap offloads: TCP and UDP segmentation (USO)");
+    } else if (::ioctl(fd.get(), TUNSETOFFLOAD, flags) == 0) {
+        log.debug("tap offloads: TCP segmentation (no USO in this kernel)");
+    } else {
         log.warn("tap offloads unavailable (TUNSETOFFLOAD): " +
                  std::string(std::strerror(errno)));
+    }
     return fd;
 }
 

@@ -24,11 +24,31 @@ GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
 GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
                                           bool vnet_hdr, int64_t now_ms) {
     TapFrame tap_frame = split_tap_frame(raw, vnet_hdr);
-    std::span<uint8_t> frame = tap_frame.eth;
-    if (frame.empty()) {
+    if (tap_frame.eth.empty()) {
         Stats::add(stats_.frames_dropped, 1);
         return Outcome::Dropped;
     }
+    if (vnet_hdr && UdpGsoSplitter::is_udp_gso(tap_frame.hdr)) {
+        if (!udp_gso_.start(tap_frame.eth, tap_frame.hdr)) {
+            Stats::add(stats_.frames_dropped, 1);
+            return Outcome::Dropped;
+        }
+        // Each datagram on its own way; the caller's follow-up is due if
+        // any reached a fast path.
+        Outcome result = Outcome::Dropped;
+        TapFrame datagram;
+        while (udp_gso_.next(datagram)) {
+            const Outcome o = input_frame(datagram, vnet_hdr, now_ms);
+            if (result != Outcome::FastPath) result = o;
+        }
+        return result;
+    }
+    return input_frame(tap_frame, vnet_hdr, now_ms);
+}
+
+GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_hdr,
+                                                int64_t now_ms) {
+    std::span<uint8_t> frame = tap_frame.eth;
     if (!libslirp_ethertype(frame) ||
         !guest_source_allowed(frame, net_, prefix6_) ||
         router_message_from_guest(frame)) {

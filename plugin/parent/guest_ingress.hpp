@@ -27,6 +27,7 @@
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
+#include "datapath/udp_gso.hpp"
 #include "parent/flow_limits.hpp"
 
 namespace rknp {
@@ -58,7 +59,8 @@ public:
 
     // One frame as read from the tap, changed in place (vnet_hdr: it starts
     // with a virtio-net header; only such a tap carries the fast path's
-    // frames). now_ms: the monotonic clock, for reassembly and admission.
+    // frames). A UDP GSO super-frame goes on as the datagrams it stands
+    // for. now_ms: the monotonic clock, for reassembly and admission.
     Outcome input(std::span<uint8_t> raw, bool vnet_hdr, int64_t now_ms);
 
     // The fast paths' admission of a new flow (admit_flow in their
@@ -76,6 +78,8 @@ public:
     }
 
 private:
+    // One Ethernet frame (a tap's, or a datagram of a UDP GSO one).
+    Outcome input_frame(TapFrame &tap_frame, bool vnet_hdr, int64_t now_ms);
     size_t udp_flows() const { return udp_fast_path_ ? udp_fast_path_->flows() : 0; }
     size_t echo_entries() const { return echo_ ? echo_->entries() : 0; }
     // Fast-path flows of any kind, and those the guest cannot end itself
@@ -95,6 +99,7 @@ private:
     ToLibslirp to_libslirp_;
     icmp::EchoPath *echo_ = nullptr;
     IpReassembler reassembler_;
+    UdpGsoSplitter udp_gso_;
 };
 
 } // namespace rknp

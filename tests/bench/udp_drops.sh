@@ -35,12 +35,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 BUILD=${BUILD_DIR:-$ROOT/build}
-case $driver in
-    plugin-fast) net=(--net=plugin "--net-plugin=$BUILD/lib/librknp.so.1" --plugin-udp=fast) ;;
-    plugin-udp-slirp) net=(--net=plugin "--net-plugin=$BUILD/lib/librknp.so.1" --plugin-udp=slirp) ;;
-    slirp4netns) net=(--net=slirp4netns) ;;
-    *) echo "unknown driver $driver" >&2; exit 2 ;;
-esac
+udp_bench_net "$driver" "$BUILD/lib/librknp.so.1"
 setup_test_user
 make_scratch udp-drops
 trap 'end_run; rm -rf "$SCRATCH"' EXIT
@@ -62,7 +57,7 @@ COUNTERS='awk '\''FILENAME ~ /snmp$/ && /^(Udp|Ip):/ {
     grep -E "RcvbufErrors|SndbufErrors|OutDiscards|InDiscards|InErrors" | grep -v Lite'
 eval "$COUNTERS" >"$SCRATCH/host.before"
 # The child: counters and tap statistics around the run, iperf3's JSON.
-as_user "$BUILD/bin/rootlesskit" "${net[@]}" --mtu="$mtu" --copy-up=/etc -- sh -c "
+as_user "$BUILD/bin/rootlesskit" "${NET[@]}" --mtu="$mtu" --copy-up=/etc -- sh -c "
     $COUNTERS >'$SCRATCH/child.before'
     ip -s -s link show tap0 >'$SCRATCH/tap.before'
     iperf3 -u -c 10.0.2.2 -p $port -b $rate -l $len -t $seconds ${reverse[*]} ${buffer[*]} -J >'$SCRATCH/iperf3.json'

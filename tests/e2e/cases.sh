@@ -82,6 +82,32 @@ mtu_case() {
 case_mtu_1500() { mtu_case "$1" 1500; }
 case_mtu_65520() { mtu_case "$1" 65520; }
 
+# 3c'. UDP GSO sends from the container (UDP_SEGMENT, as QUIC stacks send),
+# MTU 1500: the host gets every datagram at its size, bytes compared. On
+# Linux >= 6.2 the plugin's tap takes them whole (USO) and the parent
+# splits them; before, the guest's kernel splits them; its log says which.
+case_udp_gso() {
+    local port out want spid
+    port=$(free_udp_port 127.0.0.1)
+    "$PY" "$SCRATCH/bin/udp_gso_helper.py" sink "$port" >"$SCRATCH/tmp/udp-gso-sink.$1" &
+    spid=$!
+    track_bg "$spid"
+    for _ in $(seq 50); do grep -q ready "$SCRATCH/tmp/udp-gso-sink.$1" && break; sleep 0.1; done
+    out=$(rk "$1" --copy-up=/etc --mtu=1500 --debug -- \
+        "$PY" "$SCRATCH/bin/udp_gso_helper.py" send 10.0.2.2 "$port" 1400 64400 20 2>&1)
+    want=$(grep -E "^got " <<<"$out")
+    expect "the guest's sends" "^got 920 datagrams 920x1400 sha=" "$want"
+    wait "$spid" || true
+    expect "the host got them all, in order" "^${want}\$" "$(cat "$SCRATCH/tmp/udp-gso-sink.$1")"
+    if [ "$1" = plugin ]; then
+        if kernel_at_least 6 2; then
+            expect "the tap takes UDP GSO frames" "tap offloads: TCP and UDP segmentation \(USO\)" "$out"
+        else
+            expect "no USO before Linux 6.2" "tap offloads: TCP segmentation \(no USO" "$out"
+        fi
+    fi
+}
+
 # 3d. --ipv6: a server on the host's [::1] reached through [fd00::2]. The
 # guest address may come from SLAAC, so wait for it first.
 case_ipv6() {

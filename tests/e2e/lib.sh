@@ -112,6 +112,16 @@ drv_flags() {
     esac
 }
 
+# kernel_at_least MAJOR MINOR: the running kernel is that release or later.
+kernel_at_least() {
+    local v major minor
+    v=$(uname -r)
+    major=${v%%.*}
+    minor=${v#*.}
+    minor=${minor%%[!0-9]*}
+    [ "$major" -gt "$1" ] || { [ "$major" -eq "$1" ] && [ "$minor" -ge "$2" ]; }
+}
+
 # rk_argv DRIVER FLAGS... -- CMD...: sets ARGV to rootlesskit as the user.
 rk_argv() {
     local drv=$1

@@ -45,6 +45,7 @@ install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
 # by the ports_* cases only; they fail with a hint when it is missing.
 [ -e "$BUILD_DIR/bin/rootlessctl" ] && install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
 install -m 0755 "$E2E_DIR/port_helper.py" "$SCRATCH/bin/port_helper.py"
+install -m 0755 "$E2E_DIR/udp_gso_helper.py" "$SCRATCH/bin/udp_gso_helper.py"
 install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
 RK=$SCRATCH/bin/rootlesskit
 LIB=$SCRATCH/lib/librknp.so.1
@@ -70,7 +71,7 @@ NS_LOG6=$SCRATCH/logs/http-$NS_IP6-$PORT_NS.log
 log "rootlesskit: $("$RK" --version)"
 log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 198.18.0.2:$PORT_NS [$NS_IP6]:$PORT_NS dns $DNS_ADDR:53"
 
-ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 ipv6 ping ifname netns_host outbound_addr exit_code api_info port_builtin ports_plugin ports_builtin ports_plugin_dhl"
+ALL_CASES="http_host_loopback http_disable_host_loopback dns detach_netns cidr mtu_1500 mtu_65520 udp_gso ipv6 ping ifname netns_host outbound_addr exit_code api_info port_builtin ports_plugin ports_builtin ports_plugin_dhl"
 for c in ${E2E_CASES:-$ALL_CASES}; do
     for d in ${E2E_DRIVERS:-plugin slirp4netns}; do
         run_case "$c" "$d" "case_$c"

@@ -318,6 +318,21 @@ put("frames", "udp-fast-flow-limits", bytes([0x61]) + b"".join(
     rec(vnet(syn_from(41000 + i)), 0x13) + rec(vnet(udp_from(42000 + i))) +
     rec(vnet(eth(GW_MAC, 0x0800, ipv4(17, G4, GW4, udp(G4, GW4, 42100 + i, 8080, b"y" * 8))))) +
     POLL for i in range(6)))
+# UDP GSO super-frames (the tap's USO: gso_type 5), split into datagrams
+# before anything else sees them: to the echo sockets over IPv4 and IPv6
+# through the UDP fast path, then with a segment size of 0 (dropped); and
+# without the fast paths (vnet headers only) into libslirp.
+def gso(frame, l4_off, seg):
+    return vnet(frame, 1, 5, l4_off + 8, seg, l4_off, 6)
+
+
+gso_v4 = udp_to(8080, bytes(range(256)) * 20, 43010)
+gso_v6 = udp6_to(8080, b"six" * 1500, 43011)
+put("frames", "udp-gso", bytes([0x2B]) + rec(vnet(arp)) +
+    rec(gso(gso_v4, 34, 1400)) + POLL + POLL + rec(gso(gso_v6, 54, 1200)) + POLL + POLL +
+    rec(gso(gso_v4, 34, 0)) + rec(gso(gso_v4, 34, 8)) + POLL)
+put("frames", "udp-gso-libslirp", bytes([0x01]) + rec(vnet(arp)) +
+    rec(gso(gso_v4, 34, 1000)) + POLL + POLL)
 # ---- reassembly: raw frames (odd mode byte) or a datagram cut into pieces.
 put("reassembly", "raw-fragments", bytes([1]) + b"".join(
     struct.pack("<H", len(f)) + f for f in

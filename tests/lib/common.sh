@@ -84,6 +84,19 @@ make_scratch() {
     mkdir "$SCRATCH/logs"
 }
 
+# udp_bench_net DRIVER LIB: sets NET to rootlesskit's network flags for one
+# of the UDP benchmark drivers (plugin-fast, plugin-udp-slirp: the plugin
+# LIB with that UDP path; slirp4netns); exits 2 on any other.
+# shellcheck disable=SC2034 # NET is the caller's
+udp_bench_net() {
+    case $1 in
+    plugin-fast) NET=(--net=plugin "--net-plugin=$2" --plugin-udp=fast) ;;
+    plugin-udp-slirp) NET=(--net=plugin "--net-plugin=$2" --plugin-udp=slirp) ;;
+    slirp4netns) NET=(--net=slirp4netns) ;;
+    *) echo "unknown driver $1" >&2; exit 2 ;;
+    esac
+}
+
 # free_port ADDR: a currently unused TCP port on ADDR.
 free_port() {
     "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
