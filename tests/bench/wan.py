@@ -71,6 +71,9 @@ def parse_args(argv):
                     help="keep the machine's socket sysctls (default: Debian's for the run)")
     ap.add_argument("--bed-id", type=int, default=40, help="wan_bed.sh --id")
     ap.add_argument("--seed", type=int, default=1, help="the delay line's loss seed")
+    ap.add_argument("--fresh-draws", action="store_true",
+                    help="let each run go on with the delay line's random draws (default: "
+                    "every run starts them from the seed, so runs meet the same losses)")
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
     ap.add_argument("--stock-rootlesskit", default="/usr/bin/rootlesskit")
@@ -102,9 +105,11 @@ class Bed:
         self.test_host = "198.19.%d.2" % o.bed_id
         self.netns = "rkwan%d-th" % o.bed_id
         self.rtt_ms = 0
+        self.loss = 0
 
     def up(self, rtt, loss):
         self.rtt_ms = rtt
+        self.loss = loss
         args = [WAN_BED, "up", "--id", str(self.o.bed_id), "--delay-ms", "%g" % (rtt / 2),
                 "--loss", "%g" % loss, "--seed", str(self.o.seed),
                 "--mtu", str(self.o.link_mtu)]
@@ -114,6 +119,17 @@ class Bed:
         self.log("bed: " + (p.stderr.strip().splitlines() or ["?"])[-1])
         if p.returncode:
             raise RuntimeError("wan_bed.sh up failed: " + p.stderr[-500:])
+
+    def reseed(self):
+        """The delay line draws from the seed again: the next run meets the
+        same losses as every other (common random numbers), so the loss
+        process's own spread does not hide the stacks' difference."""
+        if self.loss == 0 or self.o.fresh_draws:
+            return
+        p = subprocess.run([WAN_BED, "reseed", "--id", str(self.o.bed_id)],
+                           capture_output=True, text=True)
+        if p.returncode:
+            raise RuntimeError("wan_bed.sh reseed failed: " + p.stderr[-300:])
 
     def down(self):
         p = subprocess.run([WAN_BED, "down", "--id", str(self.o.bed_id)],
@@ -147,12 +163,14 @@ def run_session(target, mtu, bed, o, logf):
                 # after the client: a new one right away is refused.
                 time.sleep(0.5 + 2 * bed.rtt_ms / 1000)
             cmd = {"op": "iperf3", "args": DIRECTIONS[direction], "duration": o.seconds}
+            bed.reseed()
             res = agent.ask(cmd, o.seconds + 60)
             if "error" in res:
                 # The server may still be closing the previous test: one
                 # retry, the first error kept next to the result.
                 time.sleep(1)
                 first = res["error"]
+                bed.reseed()
                 res = agent.ask(cmd, o.seconds + 60)
                 res["first_error"] = first
             out[direction] = res
@@ -220,7 +238,8 @@ def main(argv):
            "options": {"rtt_ms": o.rtt, "loss_percent": o.loss, "mtus": o.mtu,
                        "directions": o.direction, "repeat": o.repeat,
                        "seconds": o.seconds, "link_mtu": o.link_mtu,
-                       "debian_sysctls": not o.no_debian_sysctls, "seed": o.seed},
+                       "debian_sysctls": not o.no_debian_sysctls, "seed": o.seed,
+                       "fresh_draws": o.fresh_draws},
            "targets": [t.name for t in tgts], "runs": []}
     bed = Bed(o, log)
     t_start = time.monotonic()

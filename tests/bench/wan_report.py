@@ -94,9 +94,11 @@ def markdown(doc):
         "# rknp WAN benchmark, %s" % doc["started"], "",
         "One iperf3 stream (-t %d) between the rootless child and a test host behind "
         "the WAN bed (tests/lib/wan_bed.sh; link MTU %d; RTT = 2 x one-way delay; loss "
-        "per packet each way, seed %d); %s socket sysctls; %d repeat(s); kernel %s, "
+        "per packet each way, seed %d, %s); %s socket sysctls; %d repeat(s); kernel %s, "
         "%d CPUs; %.0f s wall." % (
             o["seconds"], o["link_mtu"], o["seed"],
+            "draws going on from run to run" if o.get("fresh_draws", True)
+            else "the draws restarted from it for every run, so every run meets the same losses",
             "Debian's default" if o["debian_sysctls"] else "the machine's own",
             o["repeat"], doc["machine"]["kernel"], doc["machine"]["cpus"],
             doc.get("wall_s", 0)), "",

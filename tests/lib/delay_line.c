@@ -38,7 +38,11 @@
 //        [--loss P] [--reorder P] [--reorder-gap-ms G] [--seed S]
 //        [--ring-mib M] [--offload on|off|auto] [--ready-file PATH]
 // P are percentages (0.5 = one frame in 200). SIGTERM/SIGINT stop it and
-// print per-direction counters on stderr; SIGUSR1 prints them and goes on.
+// print per-direction counters on stderr; SIGUSR1 prints them and goes on;
+// SIGUSR2 restarts both directions' random draws from the seed, so that
+// runs compared with each other meet the same losses (common random
+// numbers: the spread of the loss process then no longer hides the
+// difference between two stacks).
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -107,6 +111,8 @@ struct direction {
     uint32_t loss_threshold;     // a draw below it drops the frame
     uint32_t reorder_threshold;  // a draw below it delays it by the gap
     uint64_t random_state;
+    uint64_t seeded_state;  // random_state as the seed made it
+    uint64_t seen_reseeds;  // reseeds this direction has applied
     struct frame_ring ring;
     struct frame_ring held;  // reordered frames, each due delay + gap
     // Counters, read by the signal-driven report from the main thread.
@@ -115,6 +121,7 @@ struct direction {
 };
 
 static atomic_bool stop_requested;
+static _Atomic uint64_t reseeds;  // SIGUSR2s the main thread received
 
 // Only the direction's own thread writes its counters: a relaxed load and
 // store is enough, and cheaper than a locked add per frame.
@@ -272,6 +279,11 @@ static bool receive_frames(struct direction *dir, bool *ring_full) {
         }
         if (n == 0) return true;
         int64_t arrived = now_ns();
+        const uint64_t r = atomic_load_explicit(&reseeds, memory_order_relaxed);
+        if (r != dir->seen_reseeds) {
+            dir->seen_reseeds = r;
+            dir->random_state = dir->seeded_state;
+        }
         bump(&dir->frames_in, 1);
         bump(&dir->bytes_in, (uint64_t)n);
         if (dir->loss_threshold && next_random(&dir->random_state) < dir->loss_threshold) {
@@ -455,6 +467,7 @@ int main(int argc, char **argv) {
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGUSR2);
     sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
 
@@ -475,6 +488,7 @@ int main(int argc, char **argv) {
         d->reorder_threshold = percent_to_threshold(opt.reorder_percent);
         // Two distinct non-zero streams from one seed.
         d->random_state = (opt.seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1))) | 1;
+        d->seeded_state = d->random_state;
         if (ring_init(&d->ring, ring_bytes) < 0 || ring_init(&d->held, held_bytes) < 0) {
             perror("rknp-delay-line: mmap ring");
             return 1;
@@ -510,6 +524,7 @@ int main(int argc, char **argv) {
     while (!atomic_load(&stop_requested)) {
         int sig = sigtimedwait(&signals, NULL, &tick);
         if (sig == SIGUSR1) print_counters(dirs, 2);
+        else if (sig == SIGUSR2) atomic_fetch_add(&reseeds, 1);
         else if (sig > 0) atomic_store(&stop_requested, true);
     }
     for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);

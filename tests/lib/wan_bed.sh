@@ -13,6 +13,8 @@
 #   wan_bed.sh down [--id N]
 #   wan_bed.sh run [up options] -- CMD...   (up, CMD, down, even on failure)
 #   wan_bed.sh status [--id N]
+#   wan_bed.sh reseed [--id N]   (the delay line's draws start again from
+#                                 the seed: runs meet the same losses)
 #
 # Layout for bed N (0..255; several beds can coexist):
 #   netns rkwanN-th (the test host), address 198.19.N.2/24, default route
@@ -269,6 +271,21 @@ wan_bed_netem_qdiscs() {
     fi
 }
 
+# wan_bed_reseed: the delay line draws its losses and reorderings from the
+# seed again (SIGUSR2), so that the next run meets the same ones as the
+# previous; fails where the bed has no delay line of ours (netem draws its
+# own).
+wan_bed_reseed() {
+    [ -n "${WAN_NETNS:-}" ] || wan_bed_names 0
+    local pid_file=$WAN_STATE/delay-line.pid pid
+    pid=$(cat "$pid_file" 2>/dev/null) || pid=
+    if [ -z "$pid" ] || ! grep -qa rknp-delay-line "/proc/$pid/cmdline" 2>/dev/null; then
+        echo "wan_bed_reseed: no delay line for bed $WAN_NETNS (netem, or not up)" >&2
+        return 1
+    fi
+    kill -USR2 "$pid"
+}
+
 # wan_bed_down: ends the delay line and what runs in the test host's
 # netns, removes the devices and the netns, restores saved sysctls. Safe to call twice or on a half-built bed.
 wan_bed_down() {
@@ -332,7 +349,7 @@ wan_bed_main() {
             wan_bed_up "$@"
             trap - EXIT
             ;;
-        down | status)
+        down | status | reseed)
             if [ "${1:-}" = --id ]; then wan_bed_names "$2"; else wan_bed_names 0; fi
             "wan_bed_$cmd"
             ;;
@@ -353,7 +370,7 @@ wan_bed_main() {
             "$@"
             ;;
         *)
-            sed -n '/^#   wan_bed.sh/,/^#   wan_bed.sh status/p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2
+            sed -n '/^#   wan_bed.sh/,/^#   wan_bed.sh reseed/p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2
             return 2
             ;;
     esac

@@ -5,8 +5,10 @@
 // windows and probes, our window following the host socket, the RTO.
 #include <doctest/doctest.h>
 
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "own_netns.hpp"
 #include "tcp_sim_transfer.hpp"
 
 using namespace tcpsim;
@@ -222,6 +224,100 @@ TEST_CASE("tcp_fastpath: our window follows the host socket and reopens") {
     CHECK(reopened);
     CHECK(Bytes(data.begin(), data.begin() + long(got.size())) == got);
     ::close(c);
+}
+
+TEST_CASE("tcp_fastpath: a guest MSS above half the host socket's buffer still gets window updates") {
+    // At MTU 65520 the guest's MSS is 64 KiB; on a lossy path the kernel
+    // autotunes the host socket's send buffer below twice that (here:
+    // tcp_wmem's maximum 64 KiB, in a namespace of the test's own). A
+    // window update waiting for 64 KiB of room never came: the guest sent
+    // only when its persist timer probed (2 Mbit/s where the path carried
+    // 17). Once the host reads, the reopened window must reach the guest
+    // with nothing sent by it, within a few of our window checks.
+    testns::in_own_netns({{"/proc/sys/net/ipv4/tcp_wmem", "4096 16384 65536"}}, [](bool) {
+        Sim sim;
+        Listener l;
+        Guest g(sim, false, l.port);
+        g.mss = 65480;
+        REQUIRE(g.connect());
+        int c = accept_from(sim, l);
+        REQUIRE(c >= 0);
+        int small = 64 * 1024;
+        ::setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        // The host application does not read: the guest fills what our
+        // window allows, all but a little (as on a path whose ACKs keep
+        // freeing bits of the buffer), until it stays nearly shut.
+        Bytes data = pattern(4 << 20, 21);
+        uint32_t base = g.snd_nxt;
+        size_t sent = 0;
+        int still = 0;
+        for (int i = 0; i < 3000 && still < 30; ++i) {
+            uint32_t acked = g.snd_una - base;
+            size_t edge = size_t(acked) + g.peer_wnd;
+            const size_t keep = 2048;
+            size_t len = std::min<size_t>({65000, data.size() - sent,
+                                           edge > sent + keep ? edge - sent - keep : 0});
+            if (len > 0) {
+                g.send_data(base + uint32_t(sent), Bytes(data.begin() + long(sent),
+                                                         data.begin() + long(sent + len)));
+                sent += len;
+            }
+            Rx r;
+            uint32_t before = g.snd_una;
+            while (g.next(r, 0)) g.absorb(r, nullptr);
+            still = (g.snd_una == before && len == 0) ? still + 1 : 0;
+            sent = g.snd_una - base;
+            sim.pump(0);
+        }
+        REQUIRE(g.peer_wnd > 0); // nearly shut: no zero window to reopen from
+        REQUIRE(g.peer_wnd < 16384);
+        // The host reads everything: room for far more than a loopback
+        // segment, never 64 KiB at once beyond what was advertised.
+        Bytes got;
+        const uint32_t shut = g.peer_wnd;
+        bool reopened = false;
+        for (int i = 0; i < 400 && !reopened; ++i) {
+            drain(c, got);
+            sim.pump(1);
+            if (i % 10 == 9) sim.advance(10); // the window timer's first steps
+            Rx r;
+            while (g.next(r, 0)) {
+                g.absorb(r, nullptr);
+                if (g.peer_wnd >= shut + 16384) reopened = true;
+            }
+        }
+        CHECK(reopened);
+        CHECK(Bytes(data.begin(), data.begin() + long(got.size())) == got);
+        ::close(c);
+    });
+}
+
+TEST_CASE("tcp_fastpath: the MSS the guest is offered is no larger than the host path's") {
+    // The guest's segments, and so the steps of the window it waits for,
+    // follow the path behind the host socket (a 1500-byte link behind a
+    // 65520-byte tap), not the tap's MTU alone: here loopback with an MTU
+    // of 1500, in a namespace of the test's own.
+    testns::in_own_netns({}, [](bool) {
+        int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ifreq ifr{};
+        std::strcpy(ifr.ifr_name, "lo");
+        ifr.ifr_mtu = 1500;
+        REQUIRE(::ioctl(s, SIOCSIFMTU, &ifr) == 0);
+        ::close(s);
+        Sim sim;
+        Listener l;
+        Guest g(sim, false, l.port);
+        g.mss = 65480;
+        REQUIRE(g.connect());
+        CHECK(g.peer_mss == 1460);
+    });
+    // Over loopback as it is the tap's MTU stays the bound.
+    Sim sim;
+    Listener l;
+    Guest g(sim, false, l.port);
+    g.mss = 65480;
+    REQUIRE(g.connect());
+    CHECK(g.peer_mss == 65480);
 }
 
 TEST_CASE("tcp_fastpath: a refused tail is not acked; reopening asks for it") {

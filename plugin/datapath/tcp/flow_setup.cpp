@@ -120,6 +120,15 @@ void Flow::connected(FlowContext &c) {
     v_.state = State::SynAckSent;
     set_epoll(c, kEstablishedEvents, false);
     if (closed()) return;
+    // The guest may send us no larger segments than the host's path
+    // carries (a 1500-byte link behind a 65520-byte tap): its window
+    // steps, and our updates to it, are then of the path's size.
+    // TCP_INFO's path MTU, not TCP_MAXSEG, which at this point is also
+    // bound to half the peer's first window (32 KiB over loopback).
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (::getsockopt(sock_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_pmtu != 0)
+        v_.our_mss = std::min(v_.our_mss, mss_for_mtu(ti.tcpi_pmtu, v_.ep.v6));
     v_.rto_ms = kRtoInitialMs;
     v_.rto_at = c.now + v_.rto_ms;
     v_.rtt_timing = true; // SYN-ACK to the guest's ACK: the first sample

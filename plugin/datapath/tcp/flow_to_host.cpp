@@ -164,7 +164,14 @@ void Flow::window_check(FlowContext &c, bool from_timer) {
     if (v_.state != State::Established || v_.guest_fin) return;
     uint32_t before = v_.adv_wnd;
     uint32_t w = window_now(true);
-    uint32_t step = std::max<uint32_t>(v_.mss, uint32_t(1) << v_.our_ws);
+    // An update once the window grew by one segment the guest may send us
+    // (the MSS we announced), or by half the send buffer where that is
+    // less (RFC 1122 4.2.3.3). Not the guest's own MSS (what we send it):
+    // at MTU 65520 that is 64 KiB, more than a send buffer the kernel
+    // autotunes to a lossy path ever frees at once, and the window stayed
+    // shut until the guest's persist timer probed it.
+    uint32_t step = std::max<uint32_t>(std::min<uint32_t>(v_.our_mss, v_.sndbuf / 2),
+                                       uint32_t(1) << v_.our_ws);
     if (w >= before + step || (before == 0 && w > 0)) {
         // Window update; after a partial send, duplicate ACKs too, so the
         // guest retransmits the refused part now rather than after its RTO.
