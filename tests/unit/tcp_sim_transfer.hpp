@@ -73,6 +73,36 @@ inline Bytes guest_to_host(Sim &sim, Guest &g, int host_fd, const Bytes &data, s
 
 // Host -> guest: the host writes data; the guest takes in-order payload,
 // ACKs each frame (optionally losing some) and returns what it assembled.
+// The guest sends data from base (its snd_nxt then) within our window,
+// all but keep bytes of it, to a host application that does not read,
+// until nothing moves for 30 rounds: the window is then shut or nearly.
+// Returns the smallest window the guest saw.
+inline uint32_t fill_window(Sim &sim, Guest &g, const Bytes &data, uint32_t base,
+                            size_t keep = 0) {
+    size_t sent = 0;
+    int still = 0;
+    uint32_t min_wnd = UINT32_MAX;
+    for (int i = 0; i < 3000 && still < 30; ++i) {
+        uint32_t acked = g.snd_una - base;
+        size_t edge = size_t(acked) + g.peer_wnd;
+        size_t len = std::min<size_t>(
+            {65000, data.size() - sent, edge > sent + keep ? edge - sent - keep : 0});
+        if (len > 0) {
+            g.send_data(base + uint32_t(sent),
+                        Bytes(data.begin() + long(sent), data.begin() + long(sent + len)));
+            sent += len;
+        }
+        Rx r;
+        uint32_t before = g.snd_una;
+        while (g.next(r, 0)) g.absorb(r, nullptr);
+        min_wnd = std::min(min_wnd, g.peer_wnd);
+        still = (g.snd_una == before && len == 0) ? still + 1 : 0;
+        sent = g.snd_una - base; // what was refused goes again later
+        sim.pump(0);
+    }
+    return min_wnd;
+}
+
 struct H2G {
     size_t gso_frames = 0, max_payload = 0;
     bool drop_first_data = false;   // lose one frame, answer with dup ACKs

@@ -184,26 +184,7 @@ TEST_CASE("tcp_fastpath: our window follows the host socket and reopens") {
     // buffers until our window closes.
     Bytes data = pattern(16 << 20, 14);
     uint32_t base = g.snd_nxt;
-    size_t sent = 0;
-    int still = 0;
-    uint32_t min_wnd = UINT32_MAX;
-    for (int i = 0; i < 3000 && still < 30; ++i) {
-        uint32_t acked = g.snd_una - base;
-        size_t edge = size_t(acked) + g.peer_wnd;
-        size_t len = std::min<size_t>({65000, data.size() - sent, edge > sent ? edge - sent : 0});
-        if (len > 0) {
-            Bytes b(data.begin() + long(sent), data.begin() + long(sent + len));
-            g.send_data(base + uint32_t(sent), b);
-            sent += len;
-        }
-        Rx r;
-        uint32_t before = g.snd_una;
-        while (g.next(r, 0)) g.absorb(r, nullptr);
-        min_wnd = std::min(min_wnd, g.peer_wnd);
-        still = (g.snd_una == before && len == 0) ? still + 1 : 0;
-        sent = g.snd_una - base; // what was refused goes again later
-        sim.pump(0);
-    }
+    uint32_t min_wnd = fill_window(sim, g, data, base);
     CHECK(min_wnd < 65536);
     CHECK(g.snd_una - base < data.size());
     // Now the host reads: a window update must reach the guest without it
@@ -248,31 +229,11 @@ TEST_CASE("tcp_fastpath: a guest MSS above half the host socket's buffer still g
         // window allows, all but a little (as on a path whose ACKs keep
         // freeing bits of the buffer), until it stays nearly shut.
         Bytes data = pattern(4 << 20, 21);
-        uint32_t base = g.snd_nxt;
-        size_t sent = 0;
-        int still = 0;
-        for (int i = 0; i < 3000 && still < 30; ++i) {
-            uint32_t acked = g.snd_una - base;
-            size_t edge = size_t(acked) + g.peer_wnd;
-            const size_t keep = 2048;
-            size_t len = std::min<size_t>({65000, data.size() - sent,
-                                           edge > sent + keep ? edge - sent - keep : 0});
-            if (len > 0) {
-                g.send_data(base + uint32_t(sent), Bytes(data.begin() + long(sent),
-                                                         data.begin() + long(sent + len)));
-                sent += len;
-            }
-            Rx r;
-            uint32_t before = g.snd_una;
-            while (g.next(r, 0)) g.absorb(r, nullptr);
-            still = (g.snd_una == before && len == 0) ? still + 1 : 0;
-            sent = g.snd_una - base;
-            sim.pump(0);
-        }
+        fill_window(sim, g, data, g.snd_nxt, 2048);
         REQUIRE(g.peer_wnd > 0); // nearly shut: no zero window to reopen from
         REQUIRE(g.peer_wnd < 16384);
-        // The host reads everything: room for far more than a loopback
-        // segment, never 64 KiB at once beyond what was advertised.
+        // The host reads everything; the send buffer never frees 64 KiB
+        // at once, yet the reopened window must reach the guest.
         Bytes got;
         const uint32_t shut = g.peer_wnd;
         bool reopened = false;
