@@ -110,6 +110,43 @@ def recv_exact(sock, n):
     return buf
 
 
+def echo_verify(target, port, nbytes, limit):
+    """nbytes of random data through the echo server and back on one
+    connection, both ways at once (a writer thread); sha256 of what was
+    sent against what came back."""
+    import hashlib
+    import os
+    import threading
+    data = os.urandom(nbytes)
+    got = hashlib.sha256()
+    n = 0
+    with socket.create_connection((target, port), timeout=limit) as s:
+        errors = []
+
+        def write():
+            try:
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+            except OSError as e:
+                errors.append(e)
+        w = threading.Thread(target=write)
+        t = time.monotonic()
+        w.start()
+        while n < nbytes:
+            chunk = s.recv(min(1 << 20, nbytes - n))
+            if not chunk:
+                break
+            got.update(chunk)
+            n += len(chunk)
+        w.join()
+        secs = time.monotonic() - t
+    if errors:
+        return {"error": "send: %s" % errors[0]}
+    sent = hashlib.sha256(data).hexdigest()
+    return {"bytes": n, "sent": nbytes, "equal": n == nbytes and got.hexdigest() == sent,
+            "sha256": sent, "seconds": secs}
+
+
 def pingpong(target, port, count, size, limit):
     """count round trips of size bytes on one connection; latencies in us."""
     msg = b"x" * size
@@ -204,6 +241,8 @@ def main():
                 return 0
             if op == "iperf3":
                 res = run_iperf3(target, iperf_port, cmd["args"], cmd["duration"])
+            elif op == "echo_verify":
+                res = echo_verify(target, echo_port, cmd["bytes"], cmd["limit"])
             elif op == "pingpong":
                 res = pingpong(target, echo_port, cmd["count"], cmd["size"],
                                cmd["limit"])

@@ -71,6 +71,11 @@ def parse_args(argv):
                     help="keep the machine's socket sysctls (default: Debian's for the run)")
     ap.add_argument("--bed-id", type=int, default=40, help="wan_bed.sh --id")
     ap.add_argument("--seed", type=int, default=1, help="the delay line's loss seed")
+    ap.add_argument("--reorder", type=float, default=0,
+                    help="reordering in percent per packet, each way, in every cell")
+    ap.add_argument("--verify-bytes", type=int, default=2 << 20,
+                    help="bytes sent through the test host's echo server and compared "
+                    "(sha256) after each session of a cell with loss or reordering; 0: none")
     ap.add_argument("--fresh-draws", action="store_true",
                     help="let each run go on with the delay line's random draws (default: "
                     "every run starts them from the seed, so runs meet the same losses)")
@@ -111,7 +116,8 @@ class Bed:
         self.rtt_ms = rtt
         self.loss = loss
         args = [WAN_BED, "up", "--id", str(self.o.bed_id), "--delay-ms", "%g" % (rtt / 2),
-                "--loss", "%g" % loss, "--seed", str(self.o.seed),
+                "--loss", "%g" % loss, "--reorder", "%g" % self.o.reorder,
+                "--seed", str(self.o.seed),
                 "--mtu", str(self.o.link_mtu)]
         if not self.o.no_debian_sysctls:
             args.append("--debian-sysctls")
@@ -124,7 +130,7 @@ class Bed:
         """The delay line draws from the seed again: the next run meets the
         same losses as every other (common random numbers), so the loss
         process's own spread does not hide the stacks' difference."""
-        if self.loss == 0 or self.o.fresh_draws:
+        if (self.loss == 0 and self.o.reorder == 0) or self.o.fresh_draws:
             return
         p = subprocess.run([WAN_BED, "reseed", "--id", str(self.o.bed_id)],
                            capture_output=True, text=True)
@@ -174,6 +180,12 @@ def run_session(target, mtu, bed, o, logf):
                 res = agent.ask(cmd, o.seconds + 60)
                 res["first_error"] = first
             out[direction] = res
+        if (bed.loss or o.reorder) and o.verify_bytes:
+            # Every byte through the lossy link and back, compared: iperf3
+            # counts bytes but does not check them.
+            bed.reseed()
+            out["verify"] = agent.ask({"op": "echo_verify", "bytes": o.verify_bytes,
+                                       "limit": 300}, 360)
     except (EOFError, TimeoutError, OSError, ValueError) as e:
         out["error"] = "%s: %s" % (type(e).__name__, e)
     finally:
@@ -239,6 +251,7 @@ def main(argv):
                        "directions": o.direction, "repeat": o.repeat,
                        "seconds": o.seconds, "link_mtu": o.link_mtu,
                        "debian_sysctls": not o.no_debian_sysctls, "seed": o.seed,
+                       "reorder_percent": o.reorder, "verify_bytes": o.verify_bytes,
                        "fresh_draws": o.fresh_draws},
            "targets": [t.name for t in tgts], "runs": []}
     bed = Bed(o, log)
@@ -259,6 +272,15 @@ def main(argv):
                         rec.update({k: r[k] for k in ("bps", "bytes", "retransmits",
                                                       "error", "first_error") if k in r})
                         doc["runs"].append(rec)
+                    if "verify" in res:
+                        v = {"rtt_ms": rtt, "loss_percent": loss, "target": t.name,
+                             "mtu": mtu, "repeat": rep}
+                        v.update(res["verify"])
+                        doc.setdefault("verified", []).append(v)
+                        log("rtt %g loss %g run %d/%d %-16s mtu %-5s bytes %s"
+                            % (rtt, loss, rep + 1, o.repeat, t.name, mtu or "-",
+                               "equal (%d, sha256)" % v["bytes"] if v.get("equal")
+                               else "DIFFER: %s" % v))
                         log("rtt %g loss %g run %d/%d %-16s mtu %-5s %-8s %s"
                             % (rtt, loss, rep + 1, o.repeat, t.name, mtu or "-", direction,
                                "%.0f Mbit/s" % (r["bps"] / 1e6) if "bps" in r

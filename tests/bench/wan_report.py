@@ -94,9 +94,11 @@ def markdown(doc):
         "# rknp WAN benchmark, %s" % doc["started"], "",
         "One iperf3 stream (-t %d) between the rootless child and a test host behind "
         "the WAN bed (tests/lib/wan_bed.sh; link MTU %d; RTT = 2 x one-way delay; loss "
-        "per packet each way, seed %d, %s); %s socket sysctls; %d repeat(s); kernel %s, "
+        "per packet each way%s, seed %d, %s); %s socket sysctls; %d repeat(s); kernel %s, "
         "%d CPUs; %.0f s wall." % (
-            o["seconds"], o["link_mtu"], o["seed"],
+            o["seconds"], o["link_mtu"],
+            ", reordering %g%%" % o["reorder_percent"] if o.get("reorder_percent") else "",
+            o["seed"],
             "draws going on from run to run" if o.get("fresh_draws", True)
             else "the draws restarted from it for every run, so every run meets the same losses",
             "Debian's default" if o["debian_sysctls"] else "the machine's own",
@@ -125,6 +127,7 @@ def markdown(doc):
             lines.append("| %g ms | %g%% | %s | %s |" % (rtt, loss, direction, " | ".join(row)))
         lines.append("")
     lines += targets_section(doc)
+    lines += verified_section(doc)
     failed = [r for r in doc["runs"] if "bps" not in r or r.get("first_error")]
     if failed:
         lines += ["## Failures and retries", ""]
@@ -135,6 +138,27 @@ def markdown(doc):
                 r["direction"], r["repeat"] + 1, what))
         lines.append("")
     return "\n".join(lines)
+
+
+def verified_section(doc):
+    """The echo transfers compared byte for byte after each session of a
+    cell with loss or reordering."""
+    ver = doc.get("verified", [])
+    if not ver:
+        return []
+    bad = [v for v in ver if not v.get("equal")]
+    n = doc["options"].get("verify_bytes", 0)
+    lines = ["## Bytes verified", "",
+             "After each session of a cell with loss or reordering, %d bytes through the "
+             "test host's echo server and back on one connection, sha256 compared." % n, ""]
+    if not bad:
+        lines.append("All %d transfers equal." % len(ver))
+    for v in bad:
+        lines.append("- RTT %g loss %g %s mtu %s run %d: %s" % (
+            v["rtt_ms"], v["loss_percent"], v["target"], v["mtu"] or "-", v["repeat"] + 1,
+            v.get("error") or "%d of %d bytes back, not equal" % (v.get("bytes", 0), n)))
+    lines.append("")
+    return lines
 
 
 def targets_section(doc):
