@@ -41,7 +41,7 @@ public:
 private:
     std::vector<uint8_t> buf_; // one datagram's frame
     std::span<const uint8_t> frame_;
-    size_t l3_off_ = 0, l4_off_ = 0, payload_off_ = 0, payload_len_ = 0;
+    size_t l4_off_ = 0, payload_off_ = 0, payload_len_ = 0; // in the frame
     size_t seg_ = 0, done_ = 0;
     uint16_t ip_id_ = 0;
     bool v6_ = false;

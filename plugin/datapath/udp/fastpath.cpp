@@ -218,8 +218,6 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         m.msg_namelen = f.client_len;
     }
     alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(in6_pktinfo))]{};
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
     size_t used = 0;
     auto add_cmsg = [&](int level, int type, const void *data, size_t n) {
         cmsghdr *c = reinterpret_cast<cmsghdr *>(ctl + used);
@@ -240,8 +238,8 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
     } else if (f.fwd >= 0 && f.reply_from.family == AF_INET6) {
         add_cmsg(IPPROTO_IPV6, IPV6_PKTINFO, &f.reply_from.v6, sizeof f.reply_from.v6);
     }
+    m.msg_control = used != 0 ? ctl : nullptr;
     m.msg_controllen = used;
-    if (used == 0) m.msg_control = nullptr;
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
         if (errno != EINTR && !icmp_left_error(errno)) return false;
