@@ -25,4 +25,11 @@ inline void put_be16(uint8_t *p, uint16_t v) {
     p[1] = uint8_t(v);
 }
 
+// Fills in the checksum of the IPv4 header at ip (header_len bytes, options
+// included), every other field already in place.
+inline void set_ipv4_checksum(uint8_t *ip, size_t header_len) {
+    put_be16(ip + 10, 0);
+    put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, header_len))));
+}
+
 } // namespace rknp

@@ -169,8 +169,7 @@ void Coalescer::emit_pending() {
             put_be16(ip + 4, uint16_t(l4_len));
         } else {
             put_be16(ip + 2, uint16_t(buf_.size() - l3_off_));
-            put_be16(ip + 10, 0);
-            put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
+            set_ipv4_checksum(ip, 20);
         }
         if (push_flag_) buf_[hdr_len_ - 20 + 13] |= kTcpPsh;
     }

@@ -154,8 +154,7 @@ void IpReassembler::build(const Datagram &d) {
     }
     put_be16(ip + 2, uint16_t(kIpLen + d.total));
     put_be16(ip + 6, be16(ip + 6) & kDontFragment);
-    put_be16(ip + 10, 0);
-    put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, kIpLen))));
+    set_ipv4_checksum(ip, kIpLen);
 }
 
 uint32_t IpReassembler::expire(int64_t now_ms) {

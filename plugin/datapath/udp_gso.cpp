@@ -54,8 +54,7 @@ bool UdpGsoSplitter::next(TapFrame &out) {
         // Each datagram its own identification, as the guest's kernel
         // would have numbered them.
         put_be16(ip + 4, ip_id_++);
-        put_be16(ip + 10, 0);
-        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, ip_hl))));
+        set_ipv4_checksum(ip, ip_hl);
     }
     put_be16(f + l4_off_ + 4, uint16_t(l4_len));
     out.eth = {f, payload_off_ + n};

@@ -43,6 +43,13 @@ TEST_CASE("a known IPv4 header's checksum is 0xb861 and verifies") {
     CHECK(ip[10] == 0xb8);
     CHECK(ip[11] == 0x61);
     CHECK(csum_fold(csum_add(0, ip, sizeof ip)) == 0xffff);
+    // set_ipv4_checksum gives the same bytes whatever the field held
+    // before (frames are built in reused buffers).
+    ip[10] = 0x12;
+    ip[11] = 0x34;
+    set_ipv4_checksum(ip, sizeof ip);
+    CHECK(ip[10] == 0xb8);
+    CHECK(ip[11] == 0x61);
 }
 
 TEST_CASE("an odd trailing byte is the high half of a big-endian word") {

@@ -41,10 +41,9 @@ void put_ip4(uint8_t *ip, const ReplyEnds &e, size_t total, uint16_t id,
     put_be16(ip + 6, frag);
     ip[8] = kTtl;
     ip[9] = kProtoIcmp;
-    put_be16(ip + 10, 0);
     std::memcpy(ip + 12, e.remote + 12, 4);
     std::memcpy(ip + 16, e.guest + 12, 4);
-    put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, kIp4Len))));
+    set_ipv4_checksum(ip, kIp4Len);
 }
 
 } // namespace

@@ -120,10 +120,9 @@ size_t build_segment(uint8_t *h, VnetHdr &vnet, const Endpoints &ep,
         put_be16(ip + 6, 0x4000); // DF: the guest's PMTU logic stays sane
         ip[8] = 64;
         ip[9] = 6;
-        put_be16(ip + 10, 0);
         std::memcpy(ip + 12, ep.remote + 12, 4);
         std::memcpy(ip + 16, ep.guest + 12, 4);
-        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, kIp4Len))));
+        set_ipv4_checksum(ip, kIp4Len);
         uint8_t tail[4] = {0, 6, uint8_t(l4_len >> 8), uint8_t(l4_len)};
         pseudo = csum_add(csum_add(0, ip + 12, 8), tail, 4);
     }

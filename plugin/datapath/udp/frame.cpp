@@ -40,10 +40,9 @@ size_t put_eth_ip(uint8_t *h, const Endpoints &ep, const uint8_t *src,
         put_be16(ip + 6, frag4);
         ip[8] = kTtl;
         ip[9] = proto;
-        put_be16(ip + 10, 0);
         std::memcpy(ip + 12, src + 12, 4);
         std::memcpy(ip + 16, dst + 12, 4);
-        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, kIp4Len))));
+        set_ipv4_checksum(ip, kIp4Len);
         return kEthLen + kIp4Len;
     }
     put_be16(h + 12, 0x86dd);
@@ -196,10 +195,9 @@ size_t build_icmp_error(uint8_t *out, const Endpoints &ep, const IcmpError &e,
         put_be32(inner + 4, 0);
         inner[8] = kTtl;
         inner[9] = kProtoUdp;
-        put_be16(inner + 10, 0);
         std::memcpy(inner + 12, ep.guest + 12, 4);
         std::memcpy(inner + 16, ep.remote + 12, 4);
-        put_be16(inner + 10, uint16_t(~csum_fold(csum_add(0, inner, kIp4Len))));
+        set_ipv4_checksum(inner, kIp4Len);
     } else {
         inner[0] = 0x60;
         inner[1] = inner[2] = inner[3] = 0;
