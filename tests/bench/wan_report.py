@@ -153,6 +153,9 @@ def verified_section(doc):
              "test host's echo server and back on one connection, sha256 compared." % n, ""]
     if not bad:
         lines.append("All %d transfers equal." % len(ver))
+    else:
+        lines.append("%d of %d transfers equal; not equal:" % (len(ver) - len(bad), len(ver)))
+        lines.append("")
     for v in bad:
         lines.append("- RTT %g loss %g %s mtu %s run %d: %s" % (
             v["rtt_ms"], v["loss_percent"], v["target"], v["mtu"] or "-", v["repeat"] + 1,
