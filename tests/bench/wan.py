@@ -272,6 +272,10 @@ def main(argv):
                         rec.update({k: r[k] for k in ("bps", "bytes", "retransmits",
                                                       "error", "first_error") if k in r})
                         doc["runs"].append(rec)
+                        log("rtt %g loss %g run %d/%d %-16s mtu %-5s %-8s %s"
+                            % (rtt, loss, rep + 1, o.repeat, t.name, mtu or "-", direction,
+                               "%.0f Mbit/s" % (r["bps"] / 1e6) if "bps" in r
+                               else "FAILED: " + r.get("error", "?")))
                     if "verify" in res:
                         v = {"rtt_ms": rtt, "loss_percent": loss, "target": t.name,
                              "mtu": mtu, "repeat": rep}
@@ -281,10 +285,6 @@ def main(argv):
                             % (rtt, loss, rep + 1, o.repeat, t.name, mtu or "-",
                                "equal (%d, sha256)" % v["bytes"] if v.get("equal")
                                else "DIFFER: %s" % v))
-                        log("rtt %g loss %g run %d/%d %-16s mtu %-5s %-8s %s"
-                            % (rtt, loss, rep + 1, o.repeat, t.name, mtu or "-", direction,
-                               "%.0f Mbit/s" % (r["bps"] / 1e6) if "bps" in r
-                               else "FAILED: " + r.get("error", "?")))
                     doc["wall_s"] = time.monotonic() - t_start
                     wan_report.save(doc, o.results)
             finally:
