@@ -299,13 +299,14 @@ void StackLoop::detach_tap(const std::string &why) {
 }
 
 void StackLoop::drain_tap() {
-    // Guest datagrams the UDP fast path queued go out once the reads stop.
-    struct FlushUdp {
+    // Guest datagrams the UDP fast path queued go out once the reads stop,
+    // and the next reads' first one goes out at once.
+    struct EndUdpReads {
         udp::FastPath *udp;
-        ~FlushUdp() {
-            if (udp) udp->flush();
+        ~EndUdpReads() {
+            if (udp) udp->end_of_reads();
         }
-    } flush_udp{udp_fast_.get()};
+    } end_udp_reads{udp_fast_.get()};
     for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {

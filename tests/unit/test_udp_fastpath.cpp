@@ -158,6 +158,36 @@ TEST_CASE("udp_fastpath: runs of equal datagrams go out segmented, in the guest'
     }
 }
 
+TEST_CASE("udp_fastpath: a batch of tap reads' first datagram goes out at once, later ones "
+          "in runs") {
+    Rig rig(65520, true);
+    Addrs a(false);
+    HostSocket srv(false);
+    const Bytes request = pattern(64, 1);
+    // A request must not wait for the tap read that would tell whether
+    // more follow.
+    REQUIRE(rig.path.guest_frame(a.to_gateway(40020, srv.port, request)) == Verdict::Consumed);
+    REQUIRE(srv.has_datagram());
+    CHECK(srv.recv() == request);
+    // The same batch of reads goes on: equal datagrams wait to go out as
+    // one segmented send.
+    std::vector<Bytes> run;
+    for (int i = 0; i < 3; ++i) {
+        run.push_back(pattern(64, uint8_t(10 + i)));
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40020, srv.port, run.back())) ==
+                Verdict::Consumed);
+    }
+    CHECK(!srv.has_datagram());
+    rig.path.end_of_reads();
+    for (const Bytes &b : run) CHECK(srv.recv() == b);
+    CHECK(rig.path.stats().segmented_sends == 1);
+    // The next batch's first one again without waiting.
+    REQUIRE(rig.path.guest_frame(a.to_gateway(40020, srv.port, request)) == Verdict::Consumed);
+    REQUIRE(srv.has_datagram());
+    CHECK(srv.recv() == request);
+    CHECK(rig.path.stats().datagrams_to_host == 5);
+}
+
 TEST_CASE("udp_fastpath: coalesced host reads reach the guest as separate datagrams") {
     Rig rig;
     Addrs a(false);

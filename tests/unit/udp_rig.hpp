@@ -118,6 +118,12 @@ struct HostSocket {
         port = ntohs(v6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
                         : reinterpret_cast<sockaddr_in &>(ss).sin_port);
     }
+    // Whether a datagram is queued now (sends on loopback arrive before
+    // sendmsg returns).
+    bool has_datagram() const {
+        pollfd p{fd.get(), POLLIN, 0};
+        return ::poll(&p, 1, 0) == 1;
+    }
     // The next datagram (waits up to 2 s) and who sent it.
     std::optional<Bytes> recv(sockaddr_storage *from = nullptr) {
         pollfd p{fd.get(), POLLIN, 0};

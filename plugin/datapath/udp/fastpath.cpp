@@ -164,7 +164,8 @@ void FastPath::queue(uint32_t idx, std::span<const uint8_t> p) {
          run_.count == kRunMaxSegments))
         flush();
     Flow &f = table_[idx];
-    if (!f.segmentation || p.empty()) {
+    if (!f.segmentation || p.empty() || !first_of_reads_sent_) {
+        first_of_reads_sent_ = true;
         flush(); // keeps the guest's order
         if (send(f, p.data(), p.size(), p.size()))
             ++stats_.datagrams_to_host;
@@ -206,6 +207,11 @@ void FastPath::flush() {
         else
             ++stats_.dropped_to_host;
     }
+}
+
+void FastPath::end_of_reads() {
+    flush();
+    first_of_reads_sent_ = false;
 }
 
 bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {

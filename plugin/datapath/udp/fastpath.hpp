@@ -4,8 +4,9 @@
 // (the gateway meaning the host's loopback, as for TCP) bypasses libslirp.
 // Each guest 4-tuple gets one connected host socket in a fixed table (the
 // shared FlowTable), closed after conntrack's idle timeouts (30 s, 180 s
-// once the host answered). Guest -> host: runs of equal-sized datagrams of
-// one flow go out in one UDP_SEGMENT send. Host -> guest: recvmmsg with
+// once the host answered). Guest -> host: the first datagram of a batch
+// of tap reads goes out at once, later runs of equal-sized datagrams of
+// one flow in one UDP_SEGMENT send. Host -> guest: recvmmsg with
 // UDP_GRO, each datagram one frame with a partial checksum, or IP
 // fragments when it is over the guest's MTU; errors the host socket
 // reports (IP_RECVERR: port unreachable, ...) reach the guest as ICMP, so
@@ -16,8 +17,9 @@
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
-// batch of tap reads, flush() sends what it queued; epoll_fd() joins the
-// poll set and poll_events() runs when it is readable; timers as for TCP.
+// batch of tap reads, end_of_reads() sends what it queued; epoll_fd()
+// joins the poll set and poll_events() runs when it is readable; timers
+// as for TCP.
 // Guest-bound frames go straight to the GuestSink. Stack thread only.
 #pragma once
 
@@ -102,9 +104,14 @@ public:
     // A checksum-complete or partial Ethernet frame from the guest (vnet
     // header stripped; IP fragments reassembled). NotMine: libslirp's.
     Verdict guest_frame(std::span<const uint8_t> eth_frame);
-    // Sends the datagrams guest_frame() queued (the loop calls it after
-    // each batch of tap reads; a different flow or size sends them too).
+    // Sends the datagrams guest_frame() queued (a different flow or size
+    // sends them too).
     void flush();
+    // The loop calls it after each batch of tap reads: flush(), and the
+    // next batch's first datagram goes out at once, without waiting for
+    // the tap read that tells whether more follow (a request waits for
+    // nothing and needs no copy); later ones of a batch may form runs.
+    void end_of_reads();
 
     // Readable when a flow's socket has data or an error.
     int epoll_fd() const { return ep_.get(); }
@@ -225,6 +232,7 @@ private:
     FastPathStats stats_;
     Run run_;
     std::vector<uint8_t> run_buf_;
+    bool first_of_reads_sent_ = false; // end_of_reads() clears it
     std::vector<uint8_t> rx_buf_; // kRecvBatch buffers of kRecvBuf bytes
     std::array<mmsghdr, kRecvBatch> rx_msgs_{};
     std::array<iovec, kRecvBatch> rx_iov_{};
