@@ -209,11 +209,6 @@ void FastPath::flush() {
     }
 }
 
-void FastPath::end_of_reads() {
-    flush();
-    first_of_reads_sent_ = false;
-}
-
 bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
     iovec iov{const_cast<uint8_t *>(data), len};
     msghdr m{};

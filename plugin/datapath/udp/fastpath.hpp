@@ -111,7 +111,10 @@ public:
     // next batch's first datagram goes out at once, without waiting for
     // the tap read that tells whether more follow (a request waits for
     // nothing and needs no copy); later ones of a batch may form runs.
-    void end_of_reads();
+    void end_of_reads() {
+        flush();
+        first_of_reads_sent_ = false;
+    }
 
     // Readable when a flow's socket has data or an error.
     int epoll_fd() const { return ep_.get(); }
