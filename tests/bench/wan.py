@@ -8,7 +8,8 @@ bed (tests/lib/wan_bed.sh) is brought up with RTT/2 of delay each way and
 the loss rate, then every driver runs iperf3 download (the test host
 sends, -R) and upload against the test host, for each rootlesskit MTU,
 round-robin over the repeats (repeat 1 of every (MTU, driver), then
-repeat 2, ...) so that drifts of the machine hit all drivers alike. The
+repeat 2, ..., each starting one later) so that drifts of the machine hit
+all drivers alike. The
 host kernel's own iperf3 (no rootlesskit, the host's netns) is the
 reference of every cell. Writes wan.json (every run), wan.md (each run's
 figure, ratio to the host kernel) and wan.png into the results dir.
@@ -218,17 +219,19 @@ def make_targets(o, log):
 
 def schedule(o, tgts):
     """Cells outermost (one bed each), then repeats, then (MTU, driver).
-    The host reference has no rootlesskit MTU: once per repeat."""
+    The host reference has no rootlesskit MTU: once per repeat. Each
+    repeat starts one (MTU, driver) later than the one before, so that
+    none always runs right after the same other (what one leaves behind
+    on the bed, e.g. the test host's cached route metrics, or the CPU's
+    state, would otherwise always favour or slow the same driver)."""
     for rtt in o.rtt:
         for loss in o.loss:
+            one = [(None, t) for t in tgts if t.name == "host"]
+            one += [(mtu, t) for t in tgts if t.name != "host" for mtu in o.mtu]
             runs = []
             for rep in range(o.repeat):
-                for t in tgts:
-                    if t.name == "host":
-                        runs.append((rep, None, t))
-                        continue
-                    for mtu in o.mtu:
-                        runs.append((rep, mtu, t))
+                k = rep % len(one)
+                runs += [(rep, mtu, t) for mtu, t in one[k:] + one[:k]]
             yield rtt, loss, runs
 
 
