@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 
-# UDP from senders that use UDP_SEGMENT, as QUIC stacks do (not part of
-# the test run; docs/benchmarks.md "UDP GSO senders"): a sender in the
+# UDP from senders that batch: UDP_SEGMENT, as QUIC stacks do, or (--mmsg)
+# plain datagrams 64 a call (not part of the test run; docs/benchmarks.md
+# "UDP GSO senders", "Senders that batch plain datagrams"): a sender in the
 # child pushes runs of SEG-byte datagrams (one send of 65000/SEG of them at
 # a time) to a receiver on the host's 127.0.0.1 for S seconds (--reverse:
 # a sender there to a receiver in the child, iperf3 -R's way); the
@@ -11,10 +12,12 @@
 # is both ends).
 #
 #   sudo tests/bench/udp_gso.sh [--driver plugin-fast|plugin-udp-slirp|slirp4netns]
-#        [--mtu N] [--seg BYTES] [--seconds S] [--no-gso] [--reverse]
+#        [--mtu N] [--seg BYTES] [--seconds S] [--no-gso|--mmsg] [--reverse]
 #
 # Defaults: plugin-fast, MTU 1500, 1400-byte datagrams, 3 s. --no-gso: one
-# datagram a send, for comparison. BUILD_DIR: the build whose rootlesskit
+# datagram a send, for comparison. --mmsg: plain datagrams again, but
+# both ends are rknp-udp-flood (64 a sendmmsg/recvmmsg call, no UDP_GRO),
+# so that the stack, not the tool, is the bound. BUILD_DIR: the build whose rootlesskit
 # and library run (default build/); RKNP_LIB: another library to load.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
         --seg) seg=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --no-gso) mode=plain; shift ;;
+        --mmsg) mode=mmsg; shift ;;
         --reverse) reverse=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -41,19 +45,25 @@ trap 'end_run; rm -rf "$SCRATCH"' EXIT
 chmod 0777 "$SCRATCH"
 port=$(free_udp_port 127.0.0.1)
 
-install -m 0755 "$ROOT/tests/bench/udp_gso_peer.py" "$SCRATCH/peer.py"
+if [ "$mode" = mmsg ]; then
+    install -m 0755 "$BUILD/bin/rknp-udp-flood" "$SCRATCH/peer"
+    peer=("$SCRATCH/peer") how=()
+else
+    install -m 0755 "$ROOT/tests/bench/udp_gso_peer.py" "$SCRATCH/peer.py"
+    peer=(python3 "$SCRATCH/peer.py") how=("$mode")
+fi
 if [ "$reverse" = 0 ]; then # child -> host
-    python3 "$SCRATCH/peer.py" sink 127.0.0.1 "$port" >"$SCRATCH/host.out" &
-    child=(source 10.0.2.2 "$port" "$seg" "$seconds" "$mode")
+    "${peer[@]}" sink 127.0.0.1 "$port" >"$SCRATCH/host.out" &
+    child=(source 10.0.2.2 "$port" "$seg" "$seconds" "${how[@]}")
 else # host -> child, to the address the child's hello came from
-    python3 "$SCRATCH/peer.py" source 127.0.0.1 "$port" "$seg" "$seconds" "$mode" --wait-hello >"$SCRATCH/host.out" &
+    "${peer[@]}" source 127.0.0.1 "$port" "$seg" "$seconds" "${how[@]}" --wait-hello >"$SCRATCH/host.out" &
     child=(sink 0.0.0.0 0 --hello "10.0.2.2:$port")
 fi
 hpid=$!
 track_bg "$hpid"
 for _ in $(seq 50); do grep -q ready "$SCRATCH/host.out" && break; sleep 0.1; done
 as_user "$BUILD/bin/rootlesskit" "${NET[@]}" --mtu="$mtu" -- \
-    python3 "$SCRATCH/peer.py" "${child[@]}" >"$SCRATCH/child.out" 2>"$SCRATCH/logs/rootlesskit.log" ||
+    "${peer[@]}" "${child[@]}" >"$SCRATCH/child.out" 2>"$SCRATCH/logs/rootlesskit.log" ||
     { tail -n 20 "$SCRATCH/logs/rootlesskit.log"; exit 1; }
 wait "$hpid" || true
 way=$([ "$reverse" = 0 ] && echo "child -> host" || echo "host -> child")
