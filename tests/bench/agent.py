@@ -10,6 +10,7 @@ writes for bench.py starts with "@@BENCH " so other output cannot be mistaken
 for it.  Only the target address given on the command line is contacted.
 """
 import json
+import re
 import resource
 import socket
 import struct
@@ -98,6 +99,35 @@ def udp_rr(target, port, tool, count, size, limit):
         return json.loads(p.stdout)
     except ValueError:
         return {"error": "rknp-udp-rr rc=%d: %s" % (p.returncode, p.stderr[-300:])}
+
+
+FLOOD_ARRIVED = re.compile(r"arrived (\d+) datagrams, (\d+) bytes in ([0-9.]+) s")
+FLOOD_OFFERED = re.compile(r"offered ([0-9.]+) Gbit/s")
+
+
+def flood_result(text):
+    """What an rknp-udp-flood run printed: {"bps", "bytes", "datagrams"}
+    for a sink, {"offered_bps"} for a source, {} if neither."""
+    m = FLOOD_ARRIVED.search(text)
+    if m:
+        n, b, secs = int(m.group(1)), int(m.group(2)), float(m.group(3))
+        return {"datagrams": n, "bytes": b, "bps": b * 8 / secs if secs > 0 else 0.0}
+    m = FLOOD_OFFERED.search(text)
+    return {"offered_bps": float(m.group(1)) * 1e9} if m else {}
+
+
+def udp_flood(target, port, tool, role, length, duration):
+    """This end of a batched UDP rate test (rknp-udp-flood): the source
+    sends to target:port; the sink says hello to it and counts."""
+    if role == "source":
+        cmd = [tool, "source", target, str(port), str(length), str(duration)]
+    else:
+        cmd = [tool, "sink", "0.0.0.0", "0", "--hello", "%s:%d" % (target, port)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    res = flood_result(p.stdout)
+    if p.returncode != 0 or not res:
+        return {"error": "rknp-udp-flood rc=%d: %s" % (p.returncode, p.stderr[-300:])}
+    return res
 
 
 def recv_exact(sock, n):
@@ -249,6 +279,9 @@ def main():
             elif op == "udp_rr":
                 res = udp_rr(target, cmd["port"], cmd["tool"], cmd["count"],
                              cmd["size"], cmd["limit"])
+            elif op == "udp_flood":
+                res = udp_flood(target, cmd["port"], cmd["tool"], cmd["role"],
+                                cmd["len"], cmd["duration"])
             elif op == "connrate":
                 res = connrate(target, echo_port, cmd["seconds"])
             elif op == "open_idle":

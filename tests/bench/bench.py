@@ -54,6 +54,8 @@ def parse_args(argv):
                     const="udp", help="same as --scenario udp")
     ap.add_argument("--udp-rr", default=os.path.join(ROOT, "build/bin/rknp-udp-rr"),
                     help="the UDP latency tool (client inside, server on the host)")
+    ap.add_argument("--udp-flood", default=os.path.join(ROOT, "build/bin/rknp-udp-flood"),
+                    help="the batched UDP rate tool (both ends: inside and on the host)")
     ap.add_argument("--udp-len-max", type=int, default=32000,
                     help="UDP datagram size cap (default 32000; else MTU-28)")
     ap.add_argument("--udp-buffer",
@@ -116,7 +118,8 @@ def main(argv):
            "options": {"repeat": o.repeat, "duration": o.duration,
                        "quick": o.quick, "mtus": o.mtu, "rootlesskit": rk,
                        "scenario": o.scenario, "udp_len_max": o.udp_len_max,
-                       "udp_rr": o.udp_rr, "udp_buffer": o.udp_buffer,
+                       "udp_rr": o.udp_rr, "udp_flood": o.udp_flood,
+                       "udp_buffer": o.udp_buffer,
                        "stock_rootlesskit": stock, "s4n_binary": s4n,
                        "plugin_via": next((type(t).__name__ for t in tgts
                                            if t.name == "plugin"), None)},

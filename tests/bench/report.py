@@ -35,6 +35,9 @@ def _udp_rows():
             rows.append((name + "_loss", "UDP %s, %d Gbit/s offered: loss (%%)"
                          % (label, rate), "down",
                          lambda s, n=name: _t(s, n, "lost_percent")))
+        name = "udp_flood_" + d
+        rows.append((name, "UDP %s, both ends batched: arrived (Gbit/s)" % label,
+                     "up", _gbps(name)))
     return rows
 
 
@@ -93,12 +96,13 @@ BASE = "slirp4netns"
 # What the progress line of each session shows.
 ONE_LINE = ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h", "udp_loss",
             "udp_c2h_1g_loss", "udp_c2h_10g", "udp_h2c_1g_loss", "udp_h2c_10g",
+            "udp_flood_c2h", "udp_flood_h2c",
             "rr_p50", "rr_p99", "udp_rr_p50", "udp_rr_p99", "conn",
             "rr_idle_p50", "rr_idle_p99")
 # The charts: file name -> series (METRICS keys), one bar group per driver.
 CHARTS = {"throughput.png": ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h"),
           "udp.png": tuple("udp_%s_%dg" % (d, r) for d in ("c2h", "h2c")
-                           for r in UDP_RATES)}
+                           for r in UDP_RATES) + ("udp_flood_c2h", "udp_flood_h2c")}
 
 
 def _fmt(v):
@@ -153,7 +157,9 @@ def markdown(doc):
         mtus = o["mtus"]
         lines += ["UDP steps: iperf3 -u -b %s%s, datagrams of %s; arrived = "
                   "what the receiver counted; CPU per GB over the bytes that "
-                  "arrived. Request/response: rknp-udp-rr, 64 B, one "
+                  "arrived. Both ends batched: rknp-udp-flood, as many "
+                  "datagrams as fast as the stack takes them, 64 a "
+                  "sendmmsg/recvmmsg call, no UDP_GRO. Request/response: rknp-udp-rr, 64 B, one "
                   "outstanding, 200 ms until a request counts as unanswered."
                   % ("/".join("%dG" % r for r in UDP_RATES),
                      " -w " + o["udp_buffer"] if o.get("udp_buffer") else "",

@@ -14,6 +14,7 @@ import subprocess
 import time
 
 import procs
+from agent import flood_result
 from targets import PY
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,8 +42,9 @@ def udp_len(mtu, opts):
 
 
 def udp_tests(mtu, opts):
-    """The UDP scenario: iperf3 -u both ways at each offered rate, then the
-    request/response latency of small datagrams (rknp-udp-rr)."""
+    """The UDP scenario: iperf3 -u both ways at each offered rate, both
+    ways with ends that batch (rknp-udp-flood), then the request/response
+    latency of small datagrams (rknp-udp-rr)."""
     d = opts.duration
     buf = ["-w", opts.udp_buffer] if opts.udp_buffer else []
     t = []
@@ -52,6 +54,11 @@ def udp_tests(mtu, opts):
                       {"op": "iperf3", "duration": d,
                        "args": ["-u", "-b", "%dG" % rate,
                                 "-l", str(udp_len(mtu, opts))] + buf + extra}))
+    # The stacks' own bound: both ends move 64 datagrams a call.
+    for name, role in (("c2h", "source"), ("h2c", "sink")):
+        t.append(("udp_flood_" + name,
+                  {"op": "udp_flood", "role": role, "tool": opts.udp_flood,
+                   "len": udp_len(mtu, opts), "duration": d}))
     t.append(("udp_rr", {"op": "udp_rr", "tool": opts.udp_rr,
                          "count": 500 if opts.quick else 3000, "size": 64,
                          "limit": 3}))
@@ -142,6 +149,46 @@ def start_servers(target, iperf_port, echo_port, log, udp_rr=None, udp_port=0):
     return servers
 
 
+def host_flood(target, cmd, port, log):
+    """The host's end of a udp_flood test, started before the agent's:
+    a sink for child->host, a source waiting for the child's hello for
+    host->child. Returns the process once it said ready, else None."""
+    if cmd["role"] == "source":  # the child sends: the host counts
+        argv = [cmd["tool"], "sink", target.server_addr, str(port)]
+    else:
+        argv = [cmd["tool"], "source", target.server_addr, str(port),
+                str(cmd["len"]), str(cmd["duration"]), "--wait-hello"]
+    p = subprocess.Popen(list(target.server_prefix) + argv, stdout=subprocess.PIPE,
+                         stderr=log, text=True)
+    r, _, _ = select.select([p.stdout], [], [], 10)
+    if r and p.stdout.readline().strip() == "ready":
+        return p
+    p.kill()
+    p.wait()
+    return None
+
+
+def host_flood_output(p):
+    """What the host's end printed once it is done (a sink ends a second
+    after the last datagram); killed if it is not within 30 s."""
+    try:
+        out, _ = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return out
+
+
+def flood_merge(agent_res, host_out):
+    """One udp_flood result from both ends: arrived from the sink,
+    offered from the source."""
+    res = dict(agent_res)
+    res.update(flood_result(host_out))
+    if "error" not in res and "bps" not in res:
+        res["error"] = "the sink printed no count"
+    return res
+
+
 def stack_usage(pids):
     out = {}
     for role, pid in pids.items():
@@ -206,8 +253,24 @@ def run_session(target, mtu, opts, log):
                                           % opts.udp_rr}
                     continue
                 cmd = dict(cmd, port=udp_port)
+            flood = None
+            if cmd["op"] == "udp_flood":
+                if not os.access(opts.udp_flood, os.X_OK):
+                    rec["tests"][name] = {"error": "no rknp-udp-flood at %s (build it)"
+                                          % opts.udp_flood}
+                    continue
+                cmd = dict(cmd, port=free_port(socket.SOCK_DGRAM))
+                flood = host_flood(target, cmd, cmd["port"], log)
+                if flood is None:
+                    rec["tests"][name] = {"error": "the host's rknp-udp-flood did not start"}
+                    continue
             before = stack_usage(pids)
-            res = agent.ask(cmd, opts.duration + 60)
+            try:
+                res = agent.ask(cmd, opts.duration + 60)
+            finally:
+                out = host_flood_output(flood) if flood is not None else ""
+            if flood is not None:
+                res = flood_merge(res, out)
             after = stack_usage(pids)
             if pids:
                 res["cpu_s"] = {r: after[r] - before[r] for r in after
