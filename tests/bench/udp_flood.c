@@ -58,6 +58,18 @@ static int parse_addr(const char *host, const char *port, struct sockaddr_in *ou
              : -1;
 }
 
+// BATCH messages of one len-byte buffer each, the i-th at base + i * stride.
+static void init_batch(struct iovec *iov, struct mmsghdr *msgs, uint8_t *base, size_t stride,
+                       size_t len) {
+  memset(msgs, 0, BATCH * sizeof *msgs);
+  for (size_t i = 0; i < BATCH; ++i) {
+    iov[i].iov_base = base + i * stride;
+    iov[i].iov_len = len;
+    msgs[i].msg_hdr.msg_iov = &iov[i];
+    msgs[i].msg_hdr.msg_iovlen = 1;
+  }
+}
+
 static int fail(const char *what) {
   fprintf(stderr, "rknp-udp-flood: %s: %s\n", what, strerror(errno));
   return 1;
@@ -86,13 +98,7 @@ static int source(const struct sockaddr_in *to, size_t len, double secs, int wai
   static uint8_t data[MAX_LEN];
   struct iovec iov[BATCH];
   struct mmsghdr msgs[BATCH];
-  memset(msgs, 0, sizeof msgs);
-  for (int i = 0; i < BATCH; ++i) {
-    iov[i].iov_base = data;
-    iov[i].iov_len = len;
-    msgs[i].msg_hdr.msg_iov = &iov[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-  }
+  init_batch(iov, msgs, data, 0, len); // every datagram the same bytes
   uint64_t sent = 0;
   const double end = now_s() + secs;
   while (now_s() < end) {
@@ -121,13 +127,7 @@ static int sink(const struct sockaddr_in *at, const struct sockaddr_in *hello) {
   static uint8_t bufs[BATCH][MAX_LEN];
   struct iovec iov[BATCH];
   struct mmsghdr msgs[BATCH];
-  memset(msgs, 0, sizeof msgs);
-  for (int i = 0; i < BATCH; ++i) {
-    iov[i].iov_base = bufs[i];
-    iov[i].iov_len = MAX_LEN;
-    msgs[i].msg_hdr.msg_iov = &iov[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-  }
+  init_batch(iov, msgs, bufs[0], MAX_LEN, MAX_LEN);
   uint64_t datagrams = 0, bytes = 0;
   double first = 0, last = 0;
   const double deadline = now_s() + 20;
