@@ -77,7 +77,8 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
     icmp::EchoConfig ec = icmp::echo_config_from(virtual_net(cfg_), cfg_.mtu);
     ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
-    ec.admit_entry = [this] { return ingress_.admit_echo(monotonic_ms()); };
+    ec.admit_entry = [this] { return ingress_.admit_echo(now_ms_); };
+    ec.clock = [this] { return now_ms_; };
     auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
     cfg_.logger.info(echo->description());
     if (!echo->enabled()) return nullptr;
@@ -89,7 +90,8 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     tcp::FastPathConfig fc = fast_path_config(cfg_);
     // Called for guest SYNs and connections accepted on forwarded ports,
     // both only once ingress_ exists.
-    fc.admit_flow = [this] { return ingress_.admit_fast_flow(monotonic_ms()); };
+    fc.admit_flow = [this] { return ingress_.admit_fast_flow(now_ms_); };
+    fc.clock = [this] { return now_ms_; };
     // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
     // without SO_PEEK_OFF for TCP: the start fails with that message.
     auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
@@ -110,7 +112,8 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     uc.mtu = cfg_.mtu;
     // Called for a guest datagram on a new 4-tuple, only once ingress_
     // exists.
-    uc.admit_flow = [this] { return ingress_.admit_udp_flow(monotonic_ms()); };
+    uc.admit_flow = [this] { return ingress_.admit_udp_flow(now_ms_); };
+    uc.clock = [this] { return now_ms_; };
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
 }
 
@@ -191,7 +194,7 @@ void StackLoop::publish_stats() {
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
     uint64_t limited = stats_.flows_rate_limited.load(std::memory_order_relaxed);
     if (refused + limited != logged_refused_ + logged_rate_limited_) {
-        int64_t now = monotonic_ms();
+        const int64_t now = now_ms_;
         if (logged_refused_ + logged_rate_limited_ == 0 ||
             now - refusal_logged_ms_ >= kRefusalLogMs) {
             cfg_.logger.warn(
@@ -272,11 +275,11 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
         }
     }
     if (!handover_.listening()) return;
-    for (const std::string &why : handover_.expire(monotonic_ms()))
+    for (const std::string &why : handover_.expire(now_ms_))
         handover_refused(why);
     if (polls_.revents(h.listen_idx) & POLLIN) {
         try {
-            handover_.accept_one(monotonic_ms());
+            handover_.accept_one(now_ms_);
         } catch (const Error &e) {
             // RKNP_ERR_SYSTEM is our own trouble (fds, memory), not a
             // refused peer.
@@ -298,7 +301,7 @@ void StackLoop::detach_tap(const std::string &why) {
     if (udp_fast_) udp_fast_->tap_detached();
 }
 
-void StackLoop::drain_tap() {
+void StackLoop::drain_tap(int budget) {
     // Guest datagrams the UDP fast path queued go out once the reads stop,
     // and the next reads' first one goes out at once.
     struct EndUdpReads {
@@ -307,12 +310,12 @@ void StackLoop::drain_tap() {
             if (udp) udp->end_of_reads();
         }
     } end_udp_reads{udp_fast_.get()};
-    for (int i = 0; i < kTapBudget && tap_.attached(); ++i) {
+    for (int i = 0; i < budget && tap_.attached(); ++i) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
         case TapRead::Frame:
             if (ingress_.input({frame_.data(), len}, tap_.vnet_hdr(),
-                               monotonic_ms()) == GuestIngress::Outcome::FastPath)
+                               now_ms_) == GuestIngress::Outcome::FastPath)
                 flush_fast_path();
             break;
         case TapRead::Truncated: // counted by TapIo; no real frame is that long
@@ -338,23 +341,27 @@ void StackLoop::run() {
         int udp_idx = udp_fast_ ? polls_.add(udp_fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
         int echo_idx = echo_ ? polls_.add(echo_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
-        slirp_.fill(timeout, monotonic_ms());
+        // The timeouts count from now; after the wait the round reads the
+        // clock once more.
+        now_ms_ = monotonic_ms();
+        slirp_.fill(timeout, now_ms_);
         if (fast_) {
-            int64_t next = fast_->ms_until_next_timer(monotonic_ms());
+            int64_t next = fast_->ms_until_next_timer(now_ms_);
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
         if (udp_fast_) {
-            int64_t next = udp_fast_->ms_until_next_timer(monotonic_ms());
+            int64_t next = udp_fast_->ms_until_next_timer(now_ms_);
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         }
-        if (int64_t next = echo_ ? echo_->ms_until_next_timer(monotonic_ms()) : -1;
+        if (int64_t next = echo_ ? echo_->ms_until_next_timer(now_ms_) : -1;
             next >= 0 && uint64_t(next) < timeout)
             timeout = uint32_t(next);
-        if (int64_t next = handover_.ms_until_deadline(monotonic_ms());
+        if (int64_t next = handover_.ms_until_deadline(now_ms_);
             next >= 0 && uint64_t(next) < timeout)
             timeout = uint32_t(next);
 
         int n = polls_.wait(int(timeout));
+        now_ms_ = monotonic_ms();
         if (n < 0 && errno != EINTR) {
             cfg_.logger.error(std::string("stack loop: poll: ") +
                               std::strerror(errno));
@@ -369,14 +376,21 @@ void StackLoop::run() {
         }
         if (udp_fast_ && polls_.revents(udp_idx) != 0) udp_fast_->poll_events();
         if (echo_ && polls_.revents(echo_idx) != 0) echo_->poll_events();
-        if (polls_.revents(tap_idx) != 0) drain_tap();
-        slirp_.run_timers(monotonic_ms());
-        if (echo_) echo_->run_timers(monotonic_ms());
+        // A tap readable two rounds running is in a burst: read it dry
+        // (up to the budget). Otherwise the wake-up is most likely for one
+        // frame (a request, an ACK): read that one and let the next poll
+        // say whether more came, which saves a read that would only
+        // return EAGAIN on every such wake-up.
+        const bool tap_ready = polls_.revents(tap_idx) != 0;
+        if (tap_ready) drain_tap(tap_ready_before_ ? kTapBudget : 1);
+        tap_ready_before_ = tap_ready;
+        slirp_.run_timers(now_ms_);
+        if (echo_) echo_->run_timers(now_ms_);
         if (fast_) {
-            fast_->run_timers(monotonic_ms());
+            fast_->run_timers(now_ms_);
             flush_fast_path();
         }
-        if (udp_fast_) udp_fast_->run_timers(monotonic_ms());
+        if (udp_fast_) udp_fast_->run_timers(now_ms_);
         if (polls_.revents(wake_idx) & POLLIN) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);

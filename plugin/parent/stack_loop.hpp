@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "common/config.hpp"
 #include "common/fd.hpp"
 #include "common/stats.hpp"
@@ -61,7 +62,8 @@ private:
     void serve_handover(const HandoverPolls &h);
     void handover_refused(const std::string &why);
     void adopt_tap(handover::Accepted &&a);
-    void drain_tap();
+    // Reads and handles up to budget frames, fewer if the tap runs dry.
+    void drain_tap(int budget);
     void detach_tap(const std::string &why);
     // With cfg.tcp_fast_path, else nullptr; logs the peek mode and sets
     // Stats::tcp_peek_mode. Throws Error(RKNP_ERR_UNSUPPORTED) for
@@ -92,6 +94,11 @@ private:
     Coalescer coalescer_;
     PollSet polls_;
     std::vector<uint8_t> frame_;
+    bool tap_ready_before_ = false; // the tap was readable last round
+    // The round's clock: read before the wait (for its timeout) and once
+    // after it; everything the round does, the fast paths included, reads
+    // this one.
+    int64_t now_ms_ = monotonic_ms();
     FlowLimits limits_;  // before slirp_ and fast_, which point at it
     uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
     int64_t refusal_logged_ms_ = 0;

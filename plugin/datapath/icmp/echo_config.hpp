@@ -32,8 +32,9 @@ struct EchoConfig : VirtualNet {
     // An entry with no request and no reply for this long is closed
     // (libslirp keeps a socket 60 s for UDP DNS, passt 60 s for echo).
     int64_t idle_timeout_ms = 60000;
-    // For tests: a millisecond clock instead of CLOCK_MONOTONIC, and the
-    // answer of the ping-socket probe instead of asking the kernel.
+    // A millisecond clock instead of CLOCK_MONOTONIC (the stack loop's
+    // reading of its round, or a test's) and, for tests, the answer of
+    // the ping-socket probe instead of asking the kernel.
     std::function<int64_t()> clock;
     std::function<PingProbe()> probe;
 };

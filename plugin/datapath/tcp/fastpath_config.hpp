@@ -39,8 +39,9 @@ struct FastPathConfig : VirtualNet {
     size_t batch_data_frames = 32;    // 64 KiB of payload memory each
     size_t batch_control_frames = 32;
     PeekMode peek_mode = PeekMode::Automatic;
-    // For tests: a millisecond clock instead of CLOCK_MONOTONIC, and a
-    // fixed initial sequence number instead of RFC 6528's.
+    // A millisecond clock instead of CLOCK_MONOTONIC (the stack loop's
+    // reading of its round, or a test's) and, for tests, a fixed initial
+    // sequence number instead of RFC 6528's.
     std::function<int64_t()> clock;
     std::optional<uint32_t> fixed_isn;
     // For tests: answers "does the kernel have SO_PEEK_OFF for TCP?"

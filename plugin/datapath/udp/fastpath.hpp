@@ -73,7 +73,8 @@ struct FastPathConfig : VirtualNet {
     // UDP_SEGMENT sends and UDP_GRO reads (tests turn them off to check
     // the plain path).
     bool segmentation = true;
-    // For tests: a millisecond clock instead of CLOCK_MONOTONIC.
+    // A millisecond clock instead of CLOCK_MONOTONIC: the stack loop's
+    // reading of its round, or a test's.
     std::function<int64_t()> clock;
 };
 
