@@ -41,6 +41,8 @@ def parse_args(argv):
                     help="driver or reference to run (repeatable)")
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
+    ap.add_argument("--ref-lib",
+                    help="another build of the library for driver plugin-fast-ref (--only)")
     ap.add_argument("--stock-rootlesskit", default="/usr/bin/rootlesskit",
                     help="stock rootlesskit running rknp-slirp4netns")
     ap.add_argument("--s4n-binary", default=os.path.join(ROOT, "build/bin/rknp-slirp4netns"),
@@ -112,7 +114,11 @@ def main(argv):
     s4n = o.s4n_binary if os.access(o.s4n_binary, os.X_OK) else None
     unsupported = {}
     tgts = targets.make_targets(o.only or DRIVERS + REFS, rk, o.plugin_lib,
-                                harness, log, stock, s4n, o.user, unsupported)
+                                harness, log, stock, s4n, o.user, unsupported, o.ref_lib)
+    if not tgts:
+        log("nothing to measure: no driver or reference of %s can run here (see above)"
+            % " ".join(o.only or DRIVERS + REFS))
+        return 2
     doc = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count()},
            "options": {"repeat": o.repeat, "duration": o.duration,

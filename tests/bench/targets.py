@@ -13,18 +13,22 @@ PY = "/usr/bin/python3"
 
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
-GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2",
+GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2", "plugin-fast-ref": "10.0.2.2",
            "plugin-fast-nopeekoff": "10.0.2.2", "plugin-udp-slirp": "10.0.2.2",
            "slirp4netns": "10.0.2.2", "rknp-slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
 # The plugin's drivers: --plugin-tcp, and --plugin-tcp-peek where forced.
 # plugin-fast-nopeekoff is the fast path without SO_PEEK_OFF (the discard
 # peek mode of kernels before 6.9), measured on this kernel.
+# plugin-fast-ref is plugin-fast with another build of the library (the
+# bench's --ref-lib, e.g. the commit before a change): an A/B of a change in
+# one series, its runs interleaved with the others'.
 # plugin-udp-slirp is the TCP fast path with UDP forced through libslirp
 # (--plugin-udp=slirp), the reference of the UDP fast path; UDP in the
 # other plugin drivers is the plugin's default.
 PLUGIN_FLAGS = {"plugin": ["--plugin-tcp=slirp"],
                 "plugin-fast": ["--plugin-tcp=fast"],
+                "plugin-fast-ref": ["--plugin-tcp=fast"],
                 "plugin-fast-nopeekoff": ["--plugin-tcp=fast",
                                           "--plugin-tcp-peek=discard"],
                 "plugin-udp-slirp": ["--plugin-tcp=fast", "--plugin-udp=slirp"]}
@@ -201,9 +205,10 @@ def probe_flags(rootlesskit, plugin_lib, name, user):
 
 def make_targets(names, rootlesskit, plugin_lib, harness, log,
                  stock_rootlesskit=None, s4n_binary=None, user=None,
-                 unsupported=None):
+                 unsupported=None, ref_lib=None):
     """Builds the Target list; logs and skips what this machine cannot run.
-    Drivers this rootlesskit refuses (PROBED) go to unsupported {name: why}."""
+    Drivers this rootlesskit refuses (PROBED) go to unsupported {name: why}.
+    plugin-fast-ref runs with ref_lib instead of plugin_lib."""
     nets = supported_nets(rootlesskit) if rootlesskit else set()
     out = []
     for n in names:
@@ -220,12 +225,15 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
             else:
                 log("skipping %s: needs --stock-rootlesskit and --s4n-binary"
                     " (found: %s, %s)" % (n, stock_rootlesskit, s4n_binary))
+        elif n == "plugin-fast-ref" and not ref_lib:
+            log("skipping %s: needs --ref-lib (the library to compare with)" % n)
         elif n == "loopback":
             out.append(Loopback())
         elif n == "veth":
             out.append(Veth())
         elif n in nets or (n in PLUGIN_FLAGS and "plugin" in nets):
-            out.append(RootlesskitDriver(n, rootlesskit, plugin_lib))
+            lib = ref_lib if n == "plugin-fast-ref" else plugin_lib
+            out.append(RootlesskitDriver(n, rootlesskit, lib))
         elif n == "plugin" and harness:
             log("rootlesskit %s has no --net=plugin: plugin runs via %s"
                 % (rootlesskit, harness))

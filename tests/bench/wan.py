@@ -35,8 +35,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 WAN_BED = os.path.join(ROOT, "tests/lib/wan_bed.sh")
 DRIVERS = ["host", "plugin-fast", "plugin", "rknp-slirp4netns", "slirp4netns", "pasta"]
 # Run only when asked for (--driver): the fast path with the discard peek
-# mode (no SO_PEEK_OFF), as on kernels before 6.9.
-OPTIONAL_DRIVERS = ["plugin-fast-nopeekoff"]
+# mode (no SO_PEEK_OFF), as on kernels before 6.9; the fast path with the
+# library given by --ref-lib (an A/B of a change).
+OPTIONAL_DRIVERS = ["plugin-fast-nopeekoff", "plugin-fast-ref"]
 DIRECTIONS = {"download": ["-R"], "upload": []}
 
 
@@ -82,6 +83,8 @@ def parse_args(argv):
                     "every run starts them from the seed, so runs meet the same losses)")
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
+    ap.add_argument("--ref-lib",
+                    help="another build of the library for driver plugin-fast-ref")
     ap.add_argument("--stock-rootlesskit", default="/usr/bin/rootlesskit")
     ap.add_argument("--s4n-binary", default=os.path.join(ROOT, "build/bin/rknp-slirp4netns"))
     ap.add_argument("--user", default=os.environ.get("RKNP_TEST_USER", "rknptest"))
@@ -95,6 +98,8 @@ def parse_args(argv):
     unknown = set(o.driver) - set(DRIVERS + OPTIONAL_DRIVERS)
     if unknown:
         ap.error("unknown driver(s): %s" % " ".join(sorted(unknown)))
+    if "plugin-fast-ref" in o.driver and not o.ref_lib:
+        ap.error("driver plugin-fast-ref needs --ref-lib")
     o.uid = pwd.getpwnam(o.user).pw_uid
     if not o.results:
         stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M%S")
@@ -211,7 +216,8 @@ def make_targets(o, log):
     s4n = o.s4n_binary if os.access(o.s4n_binary, os.X_OK) else None
     rk_names = [d for d in o.driver if d != "host"]
     # No harness fallback: the WAN figures are about what users run.
-    tgts = targets.make_targets(rk_names, rk, o.plugin_lib, None, log, stock, s4n)
+    tgts = targets.make_targets(rk_names, rk, o.plugin_lib, None, log, stock, s4n,
+                                ref_lib=o.ref_lib)
     if "host" in o.driver:
         tgts.insert(0, HostKernel())
     return tgts
@@ -248,6 +254,10 @@ def main(argv):
         logf.flush()
 
     tgts = make_targets(o, log)
+    if not tgts:
+        log("nothing to measure: no driver of %s can run here (see above)"
+            % " ".join(o.driver))
+        return 2
     doc = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count()},
            "options": {"rtt_ms": o.rtt, "loss_percent": o.loss, "mtus": o.mtu,

@@ -11,7 +11,8 @@
 #
 #   sudo tests/bench/wan.sh [--rtt MS]... [--loss PERCENT]... [--mtu N]...
 #        [--driver NAME]... [--direction download|upload]... [--repeat N]
-#        [--seconds S] [--no-debian-sysctls] [--bed-id N] [--results DIR]
+#        [--seconds S] [--no-debian-sysctls] [--bed-id N] [--ref-lib PATH]
+#        [--results DIR]
 #   sudo tests/bench/wan.sh --quick    # RTT 40, loss 0, MTU 65520, host +
 #                                      # slirp4netns + plugin-fast, 2 repeats, -t 4
 #

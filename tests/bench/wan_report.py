@@ -19,6 +19,7 @@ LABELS = {
     "host": "host kernel",
     "plugin-fast": "plugin (fast path)",
     "plugin-fast-nopeekoff": "plugin (fast path, --plugin-tcp-peek=discard)",
+    "plugin-fast-ref": "plugin (fast path, --ref-lib)",
     "plugin": "plugin --plugin-tcp=slirp",
     "rknp-slirp4netns": "rknp-slirp4netns (stock rootlesskit)",
     "slirp4netns": "slirp4netns",
