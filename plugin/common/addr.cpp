@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include "common/error.hpp"
 
@@ -125,6 +126,22 @@ void check_ifname(std::string_view option, std::string_view name) {
     for (unsigned char ch : name)
         if (ch == '/' || ch == ':' || std::isspace(ch) || ch < 0x20)
             bad(option, name, "contains '/', ':', whitespace or control bytes");
+}
+
+bool same_ip_port(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
+    if (a.ss_family != b->sa_family) return false;
+    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
+        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in *>(b);
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
+        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
+        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
+        return x->sin6_port == y->sin6_port &&
+               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+    }
+    return false;
 }
 
 } // namespace rknp

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Parsing and validation of addresses, names and numbers. Every error names
-// the option and the offending value.
+// Parsing and validation of addresses, names and numbers (every error names
+// the option and the offending value), and the comparison of socket
+// addresses.
 #pragma once
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <cstdint>
@@ -44,5 +46,9 @@ void check_u32(std::string_view option, uint32_t value, uint32_t min,
                uint32_t max);
 // Linux interface name: 1..15 bytes, no '/', ':' or whitespace, not . or ..
 void check_ifname(std::string_view option, std::string_view name);
+
+// Same family, address and port (IPv4 or IPv6; b is len bytes long, other
+// families never match): whether two forwards claim one host socket.
+bool same_ip_port(const sockaddr_storage &a, const sockaddr *b, socklen_t len);
 
 } // namespace rknp

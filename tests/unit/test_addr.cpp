@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Address, CIDR, MAC and number parsing and formatting.
+// Address, CIDR, MAC and number parsing and formatting; socket address
+// comparison.
 #include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+
+#include <cstring>
 
 #include "common/addr.hpp"
 #include "common/error.hpp"
@@ -79,4 +84,36 @@ TEST_CASE("numbers and interface names") {
     CHECK_THROWS_AS(check_ifname("ifname", "a/b"), Error);
     CHECK_THROWS_AS(check_ifname("ifname", "a b"), Error);
     CHECK_THROWS_AS(check_ifname("ifname", ".."), Error);
+}
+
+TEST_CASE("same_ip_port: family, address and port, nothing else") {
+    sockaddr_storage a{};
+    auto *a4 = reinterpret_cast<sockaddr_in *>(&a);
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(8080);
+    a4->sin_addr.s_addr = htonl(0x7f000001);
+    sockaddr_in b4 = *a4;
+    const auto *b = reinterpret_cast<const sockaddr *>(&b4);
+    CHECK(same_ip_port(a, b, sizeof b4));
+    CHECK_FALSE(same_ip_port(a, b, sizeof b4 - 1)); // too short to hold one
+    b4.sin_port = htons(8081);
+    CHECK_FALSE(same_ip_port(a, b, sizeof b4));
+    b4.sin_port = htons(8080);
+    b4.sin_addr.s_addr = htonl(0x7f000002);
+    CHECK_FALSE(same_ip_port(a, b, sizeof b4));
+
+    sockaddr_in6 b6{};
+    b6.sin6_family = AF_INET6;
+    b6.sin6_port = htons(8080);
+    b6.sin6_addr = in6addr_loopback;
+    const auto *b6p = reinterpret_cast<const sockaddr *>(&b6);
+    CHECK_FALSE(same_ip_port(a, b6p, sizeof b6)); // another family
+    sockaddr_storage a6{};
+    std::memcpy(&a6, &b6, sizeof b6);
+    CHECK(same_ip_port(a6, b6p, sizeof b6));
+    b6.sin6_addr.s6_addr[15] = 2;
+    CHECK_FALSE(same_ip_port(a6, b6p, sizeof b6));
+    b6.sin6_family = AF_UNIX;
+    a6.ss_family = AF_UNIX;
+    CHECK_FALSE(same_ip_port(a6, b6p, sizeof b6)); // neither IPv4 nor IPv6
 }

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/addr.hpp"
+
 namespace rknp::tcp {
 
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
@@ -46,22 +48,6 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
 
 namespace {
 
-bool same_host(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
-    if (a.ss_family != b->sa_family) return false;
-    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
-        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
-        auto *y = reinterpret_cast<const sockaddr_in *>(b);
-        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-    }
-    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
-        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
-        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
-        return x->sin6_port == y->sin6_port &&
-               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
-    }
-    return false;
-}
-
 // Closes a host connection with an RST rather than a FIN: the client must
 // not take a refused connection for an empty reply.
 void reset_close(UniqueFd &fd) {
@@ -74,7 +60,7 @@ void reset_close(UniqueFd &fd) {
 
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
     for (ForwardListener &l : fwds_) {
-        if (l.fd && same_host(l.host, host, host_len)) {
+        if (l.fd && same_ip_port(l.host, host, host_len)) {
             l.fd.reset(); // also leaves the epoll set; connections pending
                           // in its backlog are reset by the kernel
             return true;

@@ -15,25 +15,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/addr.hpp"
+
 namespace rknp::udp {
 
 namespace {
-
-bool same_host(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
-    if (a.ss_family != b->sa_family) return false;
-    if (b->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
-        auto *x = reinterpret_cast<const sockaddr_in *>(&a);
-        auto *y = reinterpret_cast<const sockaddr_in *>(b);
-        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-    }
-    if (b->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
-        auto *x = reinterpret_cast<const sockaddr_in6 *>(&a);
-        auto *y = reinterpret_cast<const sockaddr_in6 *>(b);
-        return x->sin6_port == y->sin6_port &&
-               std::memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
-    }
-    return false;
-}
 
 bool same_client(const ClientAddr &a, const ClientAddr &b) {
     if (a.sa.sa_family != b.sa.sa_family) return false;
@@ -141,7 +127,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
     for (size_t slot = 0; slot < fwds_.size(); ++slot) {
         Forward &f = fwds_[slot];
-        if (!f.fd || !same_host(f.host, host, host_len)) continue;
+        if (!f.fd || !same_ip_port(f.host, host, host_len)) continue;
         close_forward_flows(slot);
         f.fd.reset(); // leaves the epoll set with it
         return true;
