@@ -86,7 +86,13 @@ def iperf3_once(target, port, args, duration):
                 "lost_percent": got.get("lost_percent",
                                         end["sum"].get("lost_percent", 0.0))}
     s = end["sum_received"]
+    # Per-second rates as the client counts them (received with -R, sent
+    # without) show where a total is lost: the first seconds (slow start,
+    # buffers growing), the steady state or the end.
     return {"bps": s["bits_per_second"], "bytes": s["bytes"],
+            "sent_bytes": end.get("sum_sent", {}).get("bytes"),
+            "interval_bps": [round(i["sum"]["bits_per_second"])
+                             for i in doc.get("intervals", [])],
             "retransmits": end.get("sum_sent", {}).get("retransmits")}
 
 

@@ -282,7 +282,8 @@ def main(argv):
                         rec = {"rtt_ms": rtt, "loss_percent": loss, "target": t.name,
                                "kind": t.kind, "mtu": mtu, "direction": direction,
                                "repeat": rep, "load1": load1}
-                        rec.update({k: r[k] for k in ("bps", "bytes", "retransmits",
+                        rec.update({k: r[k] for k in ("bps", "bytes", "sent_bytes",
+                                                      "interval_bps", "retransmits",
                                                       "error", "first_error") if k in r})
                         doc["runs"].append(rec)
                         log("rtt %g loss %g run %d/%d %-16s mtu %-5s %-8s %s"

@@ -106,7 +106,7 @@ inline uint32_t fill_window(Sim &sim, Guest &g, const Bytes &data, uint32_t base
 struct H2G {
     size_t gso_frames = 0, max_payload = 0;
     bool drop_first_data = false;   // lose one frame, answer with dup ACKs
-    bool silent_drop = false;       // lose one frame, say nothing (RTO)
+    bool silent_drop = false;       // lose the last frame, say nothing (RTO)
     bool ack_half = false;          // ACK in two partial steps
     bool dup_acks = false;          // every ACK twice
 };
@@ -152,11 +152,13 @@ inline Bytes host_to_guest(Sim &sim, Guest &g, int host_fd, const Bytes &data, H
                 CHECK(int32_t(r.seg.seq + uint32_t(plen) - (g.rcv_nxt + wnd)) <= 0);
             }
             // Lose a frame in the middle of a burst (frames behind it make
-            // the duplicate ACKs), or silently (only the timer can help).
+            // the duplicate ACKs), or the last one (no frame comes after
+            // it: only the timer can help, however much was in flight).
             bool more_behind = false;
             for (auto &q : sim.rx) more_behind = more_behind || (g.mine(q) && !q.seg.payload.empty());
             if (plen > 0 && !dropped && got.size() > 0 &&
-                ((o.drop_first_data && more_behind) || o.silent_drop)) {
+                ((o.drop_first_data && more_behind) ||
+                 (o.silent_drop && got.size() + plen == data.size()))) {
                 dropped = true;
                 if (o.drop_first_data) g.ack();
                 continue;

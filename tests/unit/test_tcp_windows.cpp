@@ -8,6 +8,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include "own_netns.hpp"
 #include "tcp_sim_transfer.hpp"
 
@@ -392,4 +394,53 @@ TEST_CASE("tcp_fastpath: the retransmission timer follows the measured RTT") {
     g.absorb(r, nullptr);
     g.ack();
     ::close(c);
+}
+
+namespace {
+
+// The fast path's own socket of a flow: the one whose local address is the
+// accepted connection's peer (the test shares the process with it).
+int flow_socket_of(int accepted) {
+    sockaddr_storage peer{};
+    socklen_t plen = sizeof peer;
+    if (::getpeername(accepted, reinterpret_cast<sockaddr *>(&peer), &plen) < 0) return -1;
+    for (int fd = 3; fd < 4096; ++fd) {
+        sockaddr_storage me{};
+        socklen_t mlen = sizeof me;
+        if (fd == accepted ||
+            ::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &mlen) < 0)
+            continue;
+        if (mlen == plen && std::memcmp(&me, &peer, plen) == 0) return fd;
+    }
+    return -1;
+}
+
+int int_opt(int fd, int level, int opt) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    return ::getsockopt(fd, level, opt, &v, &len) == 0 ? v : -1;
+}
+
+} // namespace
+
+TEST_CASE("tcp_fastpath: a bulk flow's host socket gets room for what is in flight to the "
+          "guest") {
+    // Bytes the guest has not acknowledged stay in the host socket's queue:
+    // with the kernel's initial buffer they would close the window the
+    // sender sees while it ramps up.
+    Conn k;
+    const int fd = flow_socket_of(k.c);
+    REQUIRE(fd >= 0);
+    const int initial = int_opt(fd, SOL_SOCKET, SO_RCVBUF);
+    H2G o;
+    Bytes small = pattern(4000, 3);
+    CHECK(host_to_guest(k.sim, k.g, k.c, small, o) == small);
+    CHECK(int_opt(fd, SOL_SOCKET, SO_RCVBUF) == initial); // a small reply: untouched
+    Bytes bulk = pattern(4 << 20, 4);
+    CHECK(host_to_guest(k.sim, k.g, k.c, bulk, o) == bulk);
+    const int raised = int_opt(fd, SOL_SOCKET, SO_RCVBUF);
+    CHECK(raised >= 1024 * 1024);
+    CHECK(raised > initial);
+    // Readiness as before: the low mark is back at one byte.
+    CHECK(int_opt(fd, SOL_SOCKET, SO_RCVLOWAT) == 1);
 }

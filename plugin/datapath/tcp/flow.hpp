@@ -86,6 +86,11 @@ public:
     static constexpr uint8_t kMaxSynRetries = 6;
     static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
     static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
+    // A flow with this much in flight to the guest moves bulk data: its
+    // socket's receive buffer is raised once to fit a kRaisedWindow window
+    // (raise_rcvbuf), room for those bytes beside what the sender needs.
+    static constexpr uint32_t kBulkInFlight = 64 * 1024;
+    static constexpr uint32_t kRaisedWindow = 1024 * 1024;
 
     struct Open {
         const Segment *syn;
@@ -171,6 +176,7 @@ private:
         // The host's FIN has arrived (EPOLLRDHUP/EPOLLHUP): after the data
         // still queued a peek returns 0, and no further edge will come.
         bool host_shut = false;
+        bool rcvbuf_raised = false; // raise_rcvbuf() done
         // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
         uint32_t irs = 0, rcv_nxt = 0;
         uint32_t adv_wnd = 0;     // last window we advertised, bytes
@@ -200,6 +206,8 @@ private:
     bool process_ack(FlowContext &c, const Segment &s);
     void process_data(FlowContext &c, const Segment &s);
     void push(FlowContext &c);
+    // Once, for a bulk flow: a larger receive buffer, autotuning kept.
+    void raise_rcvbuf();
     // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
     bool send_host_fin(FlowContext &c);
     // What the socket's receive queue holds (FIONREAD: no FIN, urgent

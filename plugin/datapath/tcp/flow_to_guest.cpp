@@ -178,6 +178,21 @@ bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t bud
     return can >= inflight && inflight <= PeekScratch::kMaxSkip;
 }
 
+void Flow::raise_rcvbuf() {
+    // What the guest has not acknowledged stays in the socket's receive
+    // queue and takes room from the window the kernel offers the sender,
+    // which starts from tcp_rmem's default (128 KiB) and grows with what
+    // the reader consumes: while it is small, the bytes in flight to the
+    // guest close it. Raising SO_RCVLOWAT makes the kernel grow the buffer
+    // to fit that window without locking it (SO_RCVBUF would stop the
+    // autotuning); the low mark goes back to 1 at once, so readiness is
+    // unchanged. Capped by the kernel at half of tcp_rmem's maximum.
+    v_.rcvbuf_raised = true;
+    int lowat = int(kRaisedWindow), one = 1;
+    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+}
+
 void Flow::push(FlowContext &c) {
     v_.want_push = false;
     if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
@@ -266,6 +281,7 @@ void Flow::push(FlowContext &c) {
             v_.rtt_start = c.now;
         }
         if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+        if (!v_.rcvbuf_raised && v_.snd_nxt - v_.snd_una >= kBulkInFlight) raise_rcvbuf();
         if (got < asked) { // drained, or an urgent mark
             // Past the host's FIN nothing more will arrive to wake us: peek
             // again, which gives 0 and sends our FIN (or the rest after an
