@@ -97,15 +97,11 @@ udp_bench_net() {
     esac
 }
 
-# free_port ADDR: a currently unused TCP port on ADDR.
-free_port() {
-    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
-}
-
-# free_udp_port ADDR: a currently unused UDP port on ADDR.
-free_udp_port() {
-    "$PY" -c 'import socket,sys; s=socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
-}
+# free_port ADDR / free_udp_port ADDR: a currently unused TCP / UDP port
+# on ADDR, never one handed out before to this suite (free_port.py says
+# why; the list is kept in the scratch directory).
+free_port() { "$PY" "$TESTS_LIB/free_port.py" tcp "$1" "${SCRATCH:?make_scratch first}/ports"; }
+free_udp_port() { "$PY" "$TESTS_LIB/free_port.py" udp "$1" "${SCRATCH:?make_scratch first}/ports"; }
 
 # wait_tcp ADDR PORT [NETNS]: until something listens (10 s at most).
 wait_tcp() {
