@@ -2,7 +2,8 @@
 
 // The fast path's loss recovery and flow control against the simulated
 // guest: duplicate-ACK and timer retransmits, held out-of-order data, zero
-// windows and probes, our window following the host socket, the RTO.
+// windows and probes, our window following the host socket, the RTO, the
+// host socket's buffer and its ACKs while the guest's window is full.
 #include <doctest/doctest.h>
 
 #include <netinet/tcp.h>
@@ -443,4 +444,71 @@ TEST_CASE("tcp_fastpath: a bulk flow's host socket gets room for what is in flig
     CHECK(raised > initial);
     // Readiness as before: the low mark is back at one byte.
     CHECK(int_opt(fd, SOL_SOCKET, SO_RCVLOWAT) == 1);
+}
+
+TEST_CASE("tcp_fastpath: the host sender is acked at once while the guest's window is full") {
+    // The kernel acks two full segments at once only if the reader keeps
+    // the window's right edge moving; bytes held for the guest stop it,
+    // and the ACK would wait for the delayed-ACK timer (tens of ms) or the
+    // guest. A sender limited by its send buffer (a download over a long
+    // path) goes as fast as its ACKs come back.
+    Conn k;
+    H2G o;
+    // A bulk transfer first: the kernel's quick ACKs of a new connection
+    // are spent.
+    Bytes bulk = pattern(4 << 20, 5);
+    REQUIRE(host_to_guest(k.sim, k.g, k.c, bulk, o) == bulk);
+    // The guest takes 64 KiB more, then neither acks nor opens its window.
+    k.g.win_field = uint16_t((64 << 10) >> k.g.ws);
+    k.g.ack();
+    Bytes held = pattern(64 << 10, 6);
+    REQUIRE(::send(k.c, held.data(), held.size(), 0) == ssize_t(held.size()));
+    size_t in_flight = 0;
+    Rx r;
+    while (in_flight < held.size() && k.g.next(r, 200)) in_flight += r.seg.payload.size();
+    REQUIRE(in_flight == held.size());
+    // What the host sends now waits in the socket for the guest's window.
+    auto unacked = [&] {
+        tcp_info ti{};
+        socklen_t len = sizeof ti;
+        REQUIRE(::getsockopt(k.c, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0);
+        return ti.tcpi_unacked;
+    };
+    // Enough that the bytes held fill more than half the socket's buffer:
+    // the window's right edge cannot move.
+    const int rcvbuf = int_opt(flow_socket_of(k.c), SOL_SOCKET, SO_RCVBUF);
+    REQUIRE(rcvbuf > 0);
+    Bytes more = pattern(size_t(rcvbuf) / 2, 7);
+    REQUIRE(::send(k.c, more.data(), more.size(), 0) == ssize_t(more.size()));
+    // Acked within a few rounds of the loop, not at the delayed-ACK timer
+    // (about 40 ms on loopback). A last lone segment may wait for it: the
+    // kernel acks every second segment at once, for any reader.
+    for (int round = 0; round < 10 && unacked() > 1; ++round) k.sim.pump(1);
+    CHECK(unacked() <= 1);
+    // Nothing went past the guest's window meanwhile.
+    while (k.g.next(r, 0)) CHECK(r.seg.payload.empty());
+}
+
+TEST_CASE("tcp_fastpath: a flow that gets one full frame a round trip gets the room too") {
+    // At MTU 65520 a full frame carries 65480 bytes. While the host
+    // socket's buffer is small, the bytes in flight to the guest hold the
+    // sender's window down to about that much a round trip (43 Mbit/s at
+    // 10 ms, for seconds): the raise must not wait for more in flight.
+    Sim sim;
+    Listener l;
+    Guest g(sim, false, l.port);
+    g.mss = 65480;
+    REQUIRE(g.connect());
+    const int c = accept_from(sim, l);
+    REQUIRE(c >= 0);
+    const int fd = flow_socket_of(c);
+    REQUIRE(fd >= 0);
+    H2G o;
+    for (int i = 0; i < 4; ++i) {
+        Bytes frame = pattern(65480, uint32_t(40 + i)); // one frame, acked, the next
+        REQUIRE(host_to_guest(sim, g, c, frame, o) == frame);
+    }
+    CHECK(o.max_payload <= 65480);
+    CHECK(int_opt(fd, SOL_SOCKET, SO_RCVBUF) >= 1024 * 1024);
+    ::close(c);
 }

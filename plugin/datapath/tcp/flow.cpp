@@ -228,7 +228,10 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         if (ev & (EPOLLRDHUP | EPOLLHUP)) v_.host_shut = true;
         if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) {
             v_.peek_drained = false;
-            push(c);
+            // New host data left unread (the guest's window is full): no
+            // read, so no ACK to the host until the guest's; unless the
+            // batch is full, which service() pushes again this round.
+            if (!push(c) && !closed() && (ev & EPOLLIN) && !v_.want_push) ack_host_now();
         }
         if (closed()) return;
         if (ev & EPOLLOUT) window_check(c, false);

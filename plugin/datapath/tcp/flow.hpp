@@ -89,7 +89,10 @@ public:
     // A flow with this much in flight to the guest moves bulk data: its
     // socket's receive buffer is raised once to fit a kRaisedWindow window
     // (raise_rcvbuf), room for those bytes beside what the sender needs.
-    static constexpr uint32_t kBulkInFlight = 64 * 1024;
+    // Below one full frame at MTU 65520 (65480 bytes): while the buffer is
+    // small the sender's window may let only that through a round trip,
+    // and a flow that waited for more would stay at that pace.
+    static constexpr uint32_t kBulkInFlight = 32 * 1024;
     static constexpr uint32_t kRaisedWindow = 1024 * 1024;
 
     struct Open {
@@ -205,9 +208,13 @@ private:
     void on_syn_rto(FlowContext &c);
     bool process_ack(FlowContext &c, const Segment &s);
     void process_data(FlowContext &c, const Segment &s);
-    void push(FlowContext &c);
+    // Host data to the guest, as far as its window and the batch allow;
+    // true if it read the socket (a read sends the ACK the host is owed).
+    bool push(FlowContext &c);
     // Once, for a bulk flow: a larger receive buffer, autotuning kept.
     void raise_rcvbuf();
+    // The ACK the kernel holds back while we keep bytes unread, sent now.
+    void ack_host_now();
     // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
     bool send_host_fin(FlowContext &c);
     // What the socket's receive queue holds (FIONREAD: no FIN, urgent

@@ -193,12 +193,25 @@ void Flow::raise_rcvbuf() {
     (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
 }
 
-void Flow::push(FlowContext &c) {
+void Flow::ack_host_now() {
+    // The kernel acks two full segments at once only if the reader keeps
+    // the window's right edge moving ("tcp_recvmsg() will send ACK
+    // otherwise"); bytes held for the guest stop it, so the ACK would wait
+    // for our next read of this socket (the guest's ACK) or the
+    // delayed-ACK timer. A sender limited by its send buffer, as in a
+    // download over a long path, goes only as fast as its ACKs come back.
+    // TCP_QUICKACK sends the one owed, if any, now.
+    int one = 1;
+    (void)::setsockopt(sock_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+}
+
+bool Flow::push(FlowContext &c) {
     v_.want_push = false;
-    if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return;
+    if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return false;
     const int fd = sock_.get();
     const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
     const bool discard = c.peek.discard();
+    bool read = false;
     for (;;) {
         const uint32_t inflight = v_.snd_nxt - v_.snd_una;
         if (v_.snd_wnd <= inflight) {
@@ -206,17 +219,17 @@ void Flow::push(FlowContext &c) {
             // in flight would make the guest answer anyway.
             if (v_.snd_wnd == 0 && !in_flight() && v_.rto_at < 0)
                 v_.rto_at = c.now + v_.rto_ms;
-            return;
+            return read;
         }
         uint32_t budget = v_.snd_wnd - inflight;
         size_t room = c.out.data_room();
         if (room == 0) {
             v_.want_push = true;
-            return;
+            return read;
         }
         room = std::min(room, PeekScratch::kDataIovs);
         if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
-            return;
+            return read;
         // Discard mode: the bytes in flight are still first in the queue;
         // they go to the discard buffer, the frames' payload after them.
         iovec *iov = c.peek.iov();
@@ -232,6 +245,7 @@ void Flow::push(FlowContext &c) {
         msghdr mh{};
         mh.msg_iov = iov;
         mh.msg_iovlen = skip_iovs + k;
+        read = true;
         ssize_t n;
         do
             n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
@@ -239,15 +253,15 @@ void Flow::push(FlowContext &c) {
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 v_.peek_drained = true;
-                return;
+                return read;
             }
             close(c, Reset::Both); // ECONNRESET and friends
-            return;
+            return read;
         }
         if (size_t(n) < skip) {
             // Discard mode: the peek stopped at an urgent mark among the
             // bytes in flight; past it only once the guest acked up to it.
-            return;
+            return read;
         }
         const size_t got = size_t(n) - skip;
         if (got == 0) {
@@ -257,7 +271,7 @@ void Flow::push(FlowContext &c) {
             // queued (an urgent mark right there stops a peek too).
             nothing_past_in_flight(c, skip == 0 || (v_.host_shut &&
                                                     queued_bytes() == int64_t(inflight)));
-            return;
+            return read;
         }
         size_t left = got;
         const uint16_t wf = window_field(v_.adv_wnd);
@@ -288,7 +302,7 @@ void Flow::push(FlowContext &c) {
             // urgent mark).
             if (v_.host_shut) continue;
             v_.peek_drained = !v_.host_urgent;
-            return;
+            return read;
         }
     }
 }
