@@ -228,9 +228,10 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         if (ev & (EPOLLRDHUP | EPOLLHUP)) v_.host_shut = true;
         if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) {
             v_.peek_drained = false;
-            // New host data left unread (the guest's window is full): no
-            // read, so no ACK to the host until the guest's; unless the
-            // batch is full, which service() pushes again this round.
+            // New host data left unread (the guest's window is full, or
+            // a discard-mode peek is not worth it yet): without a read the
+            // host gets no ACK until the guest's. A full batch is not such
+            // a case: service() pushes again this round.
             if (!push(c) && !closed() && (ev & EPOLLIN) && !v_.want_push) ack_host_now();
         }
         if (closed()) return;
