@@ -26,7 +26,14 @@
 //   does; the virtio header is passed through verbatim. With loss or
 //   reordering the offloads are off, so a frame is one MTU-sized packet and
 //   --loss is a per-packet rate (dropping one 64 KiB super-frame would drop
-//   ~44 segments at once).
+//   ~44 segments at once);
+// - the direction threads run SCHED_FIFO where allowed (--realtime auto,
+//   the default): the line stands for a path, a wire or netem (which runs
+//   in the kernel's softirq context, ahead of every task), so its frames
+//   must not wait for a CPU behind the stacks it measures. At normal
+//   priority on 2 vCPUs they did: in a 10 ms download the line's threads
+//   spent 16-22 % of the time in the run queue, which delayed frames by
+//   more than the stacks under test differ (tests/lib/WAN_BED.md).
 //
 // Measured (2 vCPU VM, kernel 6.18, 1500-MTU taps, iperf3 between the host
 // netns and a test-host netns through this line, one stream, tcp_{r,w}mem
@@ -36,7 +43,8 @@
 //
 // Usage: rknp-delay-line --tap-a NAME --tap-b NAME [--delay-ms D]
 //        [--loss P] [--reorder P] [--reorder-gap-ms G] [--seed S]
-//        [--ring-mib M] [--offload on|off|auto] [--ready-file PATH]
+//        [--ring-mib M] [--offload on|off|auto] [--realtime on|off|auto]
+//        [--ready-file PATH]
 // P are percentages (0.5 = one frame in 200). SIGTERM/SIGINT stop it and
 // print per-direction counters on stderr; SIGUSR1 prints them and goes on;
 // SIGUSR2 restarts both directions' random draws from the seed, so that
@@ -51,6 +59,7 @@
 #include <linux/if_tun.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -71,6 +80,11 @@ enum { MAX_FRAME = 65536 + 1024 };
 enum { RECORD_ALIGN = 16 };
 // The writer's longest sleep, so that a stop request is seen promptly.
 static const int64_t MAX_SLEEP_NS = 50 * 1000 * 1000;
+// SCHED_FIFO priority of the direction threads: ahead of every normal
+// task, behind the kernel's own real-time threads (99). They sleep in
+// ppoll between frames; the kernel's RT throttling (95 % of a CPU by
+// default) bounds them if a bug ever made them spin.
+static const int REALTIME_PRIORITY = 10;
 
 struct record_header {
     uint64_t due_ns;  // CLOCK_MONOTONIC time at which the frame is written
@@ -99,6 +113,7 @@ struct options {
     uint64_t seed;
     size_t ring_mib;
     int offload;  // 1 on, 0 off, -1 auto
+    int realtime; // 1 on, 0 off, -1 auto
     const char *ready_file;
 };
 
@@ -346,6 +361,30 @@ static void *run_direction(void *arg) {
     return NULL;
 }
 
+// Starts one direction's thread, SCHED_FIFO unless realtime is 0 (off);
+// with -1 (auto) a refusal (EPERM: no root, no RLIMIT_RTPRIO) falls back
+// to normal priority. `scheduling` says which for the start-up line.
+static int start_direction(pthread_t *thread, struct direction *dir, int realtime,
+                           char *scheduling, size_t scheduling_len) {
+    if (realtime != 0) {
+        pthread_attr_t attr;
+        struct sched_param param = {.sched_priority = REALTIME_PRIORITY};
+        pthread_attr_init(&attr);
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+        pthread_attr_setschedparam(&attr, &param);
+        int err = pthread_create(thread, &attr, run_direction, dir);
+        pthread_attr_destroy(&attr);
+        if (err == 0) {
+            snprintf(scheduling, scheduling_len, "SCHED_FIFO %d", REALTIME_PRIORITY);
+            return 0;
+        }
+        if (realtime == 1 || err != EPERM) return err;
+        snprintf(scheduling, scheduling_len, "normal priority (SCHED_FIFO: %s)", strerror(err));
+    }
+    return pthread_create(thread, NULL, run_direction, dir);
+}
+
 static int open_tap(const char *name, bool vnet_hdr, bool offload) {
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
@@ -390,10 +429,12 @@ static void print_counters(const struct direction *dirs, int count) {
 static void usage(FILE *out) {
     fputs("usage: rknp-delay-line --tap-a NAME --tap-b NAME [--delay-ms D] [--loss PERCENT]\n"
           "       [--reorder PERCENT] [--reorder-gap-ms G] [--seed S] [--ring-mib M]\n"
-          "       [--offload on|off|auto] [--ready-file PATH]\n"
+          "       [--offload on|off|auto] [--realtime on|off|auto] [--ready-file PATH]\n"
           "Frames go each way after D ms (one way); --loss/--reorder are per frame.\n"
           "--offload auto (default): TSO super-frames pass when loss and reorder are 0;\n"
-          "otherwise every frame is one MTU-sized packet.\n",
+          "otherwise every frame is one MTU-sized packet.\n"
+          "--realtime auto (default): the direction threads run SCHED_FIFO where\n"
+          "allowed, at normal priority otherwise; on: SCHED_FIFO or fail.\n",
           out);
 }
 
@@ -405,7 +446,7 @@ static bool parse_double(const char *text, double *out) {
 }
 
 static int parse_options(int argc, char **argv, struct options *opt) {
-    *opt = (struct options){.reorder_gap_ms = 1.0, .seed = 1, .ring_mib = 0, .offload = -1};
+    *opt = (struct options){.reorder_gap_ms = 1.0, .seed = 1, .ring_mib = 0, .offload = -1, .realtime = -1};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
@@ -431,6 +472,11 @@ static int parse_options(int argc, char **argv, struct options *opt) {
             if (!strcmp(value, "on")) opt->offload = 1;
             else if (!strcmp(value, "off")) opt->offload = 0;
             else if (!strcmp(value, "auto")) opt->offload = -1;
+            else ok = false;
+        } else if (!strcmp(arg, "--realtime")) {
+            if (!strcmp(value, "on")) opt->realtime = 1;
+            else if (!strcmp(value, "off")) opt->realtime = 0;
+            else if (!strcmp(value, "auto")) opt->realtime = -1;
             else ok = false;
         } else {
             fprintf(stderr, "rknp-delay-line: unknown option %s\n", arg);
@@ -496,18 +542,20 @@ int main(int argc, char **argv) {
     }
 
     pthread_t threads[2];
+    char scheduling[64] = "normal priority";
     for (int i = 0; i < 2; i++) {
-        int err = pthread_create(&threads[i], NULL, run_direction, &dirs[i]);
+        int err = start_direction(&threads[i], &dirs[i], opt.realtime, scheduling, sizeof scheduling);
         if (err) {
-            fprintf(stderr, "rknp-delay-line: pthread_create: %s\n", strerror(err));
+            fprintf(stderr, "rknp-delay-line: starting a direction thread%s: %s\n",
+                    opt.realtime == 1 ? " at SCHED_FIFO (--realtime on)" : "", strerror(err));
             return 1;
         }
     }
     fprintf(stderr,
             "rknp-delay-line: %s <-> %s, delay %.3f ms each way, loss %.3f%%, reorder %.3f%% (gap %.3f ms), "
-            "seed %llu, offload %s, ring %zu MiB per direction\n",
+            "seed %llu, offload %s, ring %zu MiB per direction, %s\n",
             opt.tap_a, opt.tap_b, opt.delay_ms, opt.loss_percent, opt.reorder_percent, opt.reorder_gap_ms,
-            (unsigned long long)opt.seed, offload ? "on" : "off", ring_bytes >> 20);
+            (unsigned long long)opt.seed, offload ? "on" : "off", ring_bytes >> 20, scheduling);
     if (opt.ready_file) {
         FILE *ready = fopen(opt.ready_file, "w");
         if (!ready) {

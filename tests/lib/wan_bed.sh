@@ -26,7 +26,8 @@
 # Engines: "netem" (a veth pair with a netem qdisc on each end) when the
 # kernel has sch_netem, else "delay-line": two taps rkwanNa (host's end)
 # and rkwanNb (moved into the test host's netns after the delay line
-# opened it) joined by build/bin/rknp-delay-line (tests/lib/delay_line.c).
+# opened it) joined by build/bin/rknp-delay-line (tests/lib/delay_line.c),
+# whose threads run SCHED_FIFO where allowed (WAN_BED.md, "Scheduling").
 # With loss or reordering the delay line turns the taps' offloads off, so
 # --loss is per MTU-sized packet (netem: TSO/GSO are turned off on the
 # veths for the same reason, if ethtool is there).
@@ -221,7 +222,13 @@ wan_bed_up() {
     ip -n "$WAN_NETNS" addr add "$WAN_TEST_HOST/24" dev "$WAN_DEV_TEST"
     ip -n "$WAN_NETNS" route add default via "$WAN_HOST_ADDR"
     if [ "$debian" = 1 ]; then wan_bed_sysctls_debian; fi
-    echo "wan bed $WAN_BED_ID up ($engine): test host $WAN_TEST_HOST in netns $WAN_NETNS," \
+    local how=$engine
+    # The line's scheduling (WAN_BED.md, "Scheduling"): the last field of
+    # its start-up line, e.g. "SCHED_FIFO 10".
+    if [ "$engine" = delay-line ]; then
+        how+=", $(sed -n '1s/.*, //p' "$WAN_STATE/delay-line.log")"
+    fi
+    echo "wan bed $WAN_BED_ID up ($how): test host $WAN_TEST_HOST in netns $WAN_NETNS," \
         "host's end $WAN_HOST_ADDR, ${delay_ms} ms each way, loss ${loss}%, reorder ${reorder}%, MTU $mtu" >&2
 }
 
