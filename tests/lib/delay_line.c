@@ -445,6 +445,15 @@ static bool parse_double(const char *text, double *out) {
     return errno == 0 && end != text && *end == '\0' && *out >= 0;
 }
 
+// "on" 1, "off" 0, "auto" -1.
+static bool parse_on_off_auto(const char *text, int *out) {
+    if (!strcmp(text, "on")) *out = 1;
+    else if (!strcmp(text, "off")) *out = 0;
+    else if (!strcmp(text, "auto")) *out = -1;
+    else return false;
+    return true;
+}
+
 static int parse_options(int argc, char **argv, struct options *opt) {
     *opt = (struct options){.reorder_gap_ms = 1.0, .seed = 1, .ring_mib = 0, .offload = -1, .realtime = -1};
     for (int i = 1; i < argc; i++) {
@@ -468,17 +477,9 @@ static int parse_options(int argc, char **argv, struct options *opt) {
         else if (!strcmp(arg, "--seed")) opt->seed = strtoull(value, NULL, 0);
         else if (!strcmp(arg, "--ring-mib")) opt->ring_mib = strtoull(value, NULL, 10);
         else if (!strcmp(arg, "--ready-file")) opt->ready_file = value;
-        else if (!strcmp(arg, "--offload")) {
-            if (!strcmp(value, "on")) opt->offload = 1;
-            else if (!strcmp(value, "off")) opt->offload = 0;
-            else if (!strcmp(value, "auto")) opt->offload = -1;
-            else ok = false;
-        } else if (!strcmp(arg, "--realtime")) {
-            if (!strcmp(value, "on")) opt->realtime = 1;
-            else if (!strcmp(value, "off")) opt->realtime = 0;
-            else if (!strcmp(value, "auto")) opt->realtime = -1;
-            else ok = false;
-        } else {
+        else if (!strcmp(arg, "--offload")) ok = parse_on_off_auto(value, &opt->offload);
+        else if (!strcmp(arg, "--realtime")) ok = parse_on_off_auto(value, &opt->realtime);
+        else {
             fprintf(stderr, "rknp-delay-line: unknown option %s\n", arg);
             usage(stderr);
             return -1;
