@@ -58,6 +58,15 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     return f;
 }
 
+// The loop's epoll set, with the wake-up eventfd in it.
+UniqueFd make_event_set(int wake_fd) {
+    UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+    if (!ep) throw_errno("stack loop: epoll_create1");
+    if (EventSource(ep.get(), EventOwner::Loop).add(wake_fd, EPOLLIN, 0) < 0)
+        throw_errno("stack loop: epoll_ctl");
+    return ep;
+}
+
 } // namespace
 
 StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
@@ -65,6 +74,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
                      TaskQueue &tasks)
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
+      events_(make_event_set(wake_fd)),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
       fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
@@ -79,6 +89,7 @@ std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
     ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
     ec.admit_entry = [this] { return ingress_.admit_echo(now_ms_); };
     ec.clock = [this] { return now_ms_; };
+    ec.shared_epoll_fd = events_.get();
     auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
     cfg_.logger.info(echo->description());
     if (!echo->enabled()) return nullptr;
@@ -92,6 +103,7 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     // both only once ingress_ exists.
     fc.admit_flow = [this] { return ingress_.admit_fast_flow(now_ms_); };
     fc.clock = [this] { return now_ms_; };
+    fc.shared_epoll_fd = events_.get();
     // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
     // without SO_PEEK_OFF for TCP: the start fails with that message.
     auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
@@ -114,7 +126,20 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     // exists.
     uc.admit_flow = [this] { return ingress_.admit_udp_flow(now_ms_); };
     uc.clock = [this] { return now_ms_; };
+    uc.shared_epoll_fd = events_.get();
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
+}
+
+StackLoop::RoundEvents StackLoop::take_events() {
+    const int n = ::epoll_wait(events_.get(), waited_.data(), kMaxEvents, 0);
+    std::array<size_t, 4> count{}, at{};
+    for (int i = 0; i < n; ++i) ++count[size_t(EventSource::owner_of(waited_[size_t(i)]))];
+    for (size_t o = 1; o < 4; ++o) at[o] = at[o - 1] + count[o - 1];
+    RoundEvents r;
+    for (size_t o = 0; o < 4; ++o) r.by_owner[o] = {round_events_.data() + at[o], count[o]};
+    for (int i = 0; i < n; ++i)
+        round_events_[at[size_t(EventSource::owner_of(waited_[size_t(i)]))]++] = waited_[size_t(i)];
+    return r;
 }
 
 void StackLoop::flush_fast_path() {
@@ -334,12 +359,9 @@ void StackLoop::drain_tap(int budget) {
 void StackLoop::run() {
     while (!stop_.load()) {
         polls_.clear();
-        int wake_idx = polls_.add(wake_fd_, SLIRP_POLL_IN);
+        const int events_idx = polls_.add(events_.get(), SLIRP_POLL_IN);
         HandoverPolls handover_polls = poll_handover();
         int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
-        int fast_idx = fast_ ? polls_.add(fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
-        int udp_idx = udp_fast_ ? polls_.add(udp_fast_->epoll_fd(), SLIRP_POLL_IN) : -1;
-        int echo_idx = echo_ ? polls_.add(echo_->epoll_fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
         // The timeouts count from now; after the wait the round reads the
         // clock once more.
@@ -369,13 +391,19 @@ void StackLoop::run() {
         }
         // Host sockets first, with this round's results, before tap input
         // can create or close sockets; serviced every iteration.
+        const RoundEvents events =
+            polls_.revents(events_idx) != 0 ? take_events() : RoundEvents{};
         slirp_.poll(n < 0);
-        if (fast_ && polls_.revents(fast_idx) != 0) {
-            fast_->poll_events();
+        if (fast_ && !events.of(EventOwner::Tcp).empty()) {
+            fast_->handle_events(events.of(EventOwner::Tcp));
             flush_fast_path();
         }
-        if (udp_fast_ && polls_.revents(udp_idx) != 0) udp_fast_->poll_events();
-        if (echo_ && polls_.revents(echo_idx) != 0) echo_->poll_events();
+        const bool udp_ready = !events.of(EventOwner::Udp).empty();
+        if (udp_fast_ && udp_ready)
+            udp_fast_->handle_events(events.of(EventOwner::Udp), udp_ready_before_);
+        udp_ready_before_ = udp_ready;
+        if (echo_ && !events.of(EventOwner::Echo).empty())
+            echo_->handle_events(events.of(EventOwner::Echo));
         // A tap readable two rounds running is in a burst: read it dry
         // (up to the budget). Otherwise the wake-up is most likely for one
         // frame (a request, an ACK): read that one and let the next poll
@@ -391,7 +419,7 @@ void StackLoop::run() {
             flush_fast_path();
         }
         if (udp_fast_) udp_fast_->run_timers(now_ms_);
-        if (polls_.revents(wake_idx) & POLLIN) {
+        if (!events.of(EventOwner::Loop).empty()) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);
             for (auto &task : tasks_.take()) task(this);

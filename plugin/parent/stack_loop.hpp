@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The stack thread's event loop: one poll over the wake-up eventfd, the
-// hand-over socket, the tap, the TCP and UDP fast paths' and the ICMP echo
-// path's epoll fds and libslirp's host sockets; guest frames go through
+// The stack thread's event loop: one poll over the tap, the hand-over
+// socket, libslirp's host sockets and one epoll set that holds the
+// wake-up eventfd and the TCP and UDP fast paths' and the ICMP echo
+// path's host sockets (EventSource); guest frames go through
 // GuestIngress (filter, reassembly, TCP | UDP fast path | echo path |
 // libslirp), libslirp's replies -> coalescer -> tap, the fast paths'
 // straight to the tap. Everything in here runs on the one stack thread; other threads only
@@ -11,9 +12,11 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "common/fd.hpp"
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
+#include "datapath/event_source.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
@@ -74,6 +78,13 @@ private:
     // Logs which path carries ICMP echo; nullptr when ping sockets are
     // refused (libslirp's then).
     std::unique_ptr<icmp::EchoPath> make_echo_path();
+    // This round's events of the shared set, split by owner (a span of
+    // round_events_ each, in the order epoll_wait gave them).
+    struct RoundEvents {
+        std::array<std::span<const epoll_event>, 4> by_owner;
+        std::span<const epoll_event> of(EventOwner o) const { return by_owner[size_t(o)]; }
+    };
+    RoundEvents take_events();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
@@ -95,6 +106,11 @@ private:
     PollSet polls_;
     std::vector<uint8_t> frame_;
     bool tap_ready_before_ = false; // the tap was readable last round
+    bool udp_ready_before_ = false; // the UDP fast path had events last round
+    // The shared epoll set; before the paths, which register with it.
+    UniqueFd events_;
+    static constexpr int kMaxEvents = 256;
+    std::array<epoll_event, kMaxEvents> waited_{}, round_events_{};
     // The round's clock: read before the wait (for its timeout) and once
     // after it; everything the round does, the fast paths included, reads
     // this one.

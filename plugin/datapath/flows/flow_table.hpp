@@ -99,8 +99,9 @@ public:
         --open_;
     }
 
-    // The reference of a slot's current flow: generation (30 bits) << 32 |
-    // slot. The top bits stay clear for the caller's own tags.
+    // The reference of a slot's current flow: generation (29 bits) << 32 |
+    // slot. The top three bits stay clear for the caller's own tag and
+    // EventSource's owner bits.
     uint64_t ref(uint32_t idx) const { return uint64_t(gen_[idx] & kGenMask) << 32 | idx; }
     // Whether ref still names an open flow (its slot may have been freed
     // or reused since).
@@ -110,7 +111,7 @@ public:
     }
 
 private:
-    static constexpr uint32_t kGenMask = 0x3fffffff;
+    static constexpr uint32_t kGenMask = 0x1fffffff;
 
     void unindex(uint32_t idx) {
         size_t i = hashes_[idx] & index_mask_;

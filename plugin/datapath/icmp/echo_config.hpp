@@ -37,6 +37,9 @@ struct EchoConfig : VirtualNet {
     // the ping-socket probe instead of asking the kernel.
     std::function<int64_t()> clock;
     std::function<PingProbe()> probe;
+    // The stack loop's epoll set, shared with its other sources
+    // (EventSource); -1: a set of its own, which poll_events() waits on.
+    int shared_epoll_fd = -1;
 };
 
 // The networks, loopback and outbound choices and the MTU; the rest left

@@ -33,10 +33,7 @@ EchoPath::EchoPath(EchoConfig cfg, GuestSink &sink)
     : cfg_(std::move(cfg)), sink_(sink),
       probe_(cfg_.probe ? cfg_.probe() : probe_ping_sockets()),
       table_(std::max<size_t>(cfg_.max_entries, 1), random_flow_seeds()[0]),
-      rx_(kHeadroom + kMaxMessage) {
-    ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
-    if (!ep_) throw_errno("ICMP echo: epoll_create1");
-}
+      events_(cfg_.shared_epoll_fd, EventOwner::Echo), rx_(kHeadroom + kMaxMessage) {}
 
 int64_t EchoPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
 
@@ -157,10 +154,7 @@ std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback
     }
     std::optional<uint32_t> idx = table_.insert(r.v6, r.src, r.id, r.dst);
     if (!idx) return std::nullopt; // not full a moment ago: cannot happen
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = table_.ref(*idx);
-    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, sock.get(), &ev) != 0) {
+    if (events_.add(sock.get(), EPOLLIN, table_.ref(*idx)) != 0) {
         ++stats_.socket_errors;
         table_.remove(*idx);
         return std::nullopt;
@@ -175,9 +169,13 @@ std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback
 
 void EchoPath::poll_events() {
     epoll_event evs[kEvents];
-    int n = ::epoll_wait(ep_.get(), evs, kEvents, 0);
-    for (int i = 0; i < n; ++i)
-        if (auto idx = table_.slot_of(evs[i].data.u64)) drain(*idx);
+    const int n = ::epoll_wait(events_.fd(), evs, kEvents, 0);
+    handle_events({evs, size_t(std::max(n, 0))});
+}
+
+void EchoPath::handle_events(std::span<const epoll_event> evs) {
+    for (const epoll_event &e : evs)
+        if (auto idx = table_.slot_of(EventSource::ref_of(e))) drain(*idx);
 }
 
 void EchoPath::drain(uint32_t idx) {

@@ -15,8 +15,9 @@
 // every echo request stays libslirp's. Single-threaded: everything runs on
 // the stack thread. Use from the loop: every guest frame that is neither
 // the TCP fast path's nor dropped goes to guest_frame() before libslirp;
-// epoll_fd() joins the poll set (POLLIN) and poll_events() runs when it is
-// readable; ms_until_next_timer() bounds the poll timeout and run_timers()
+// its sockets are in the loop's shared epoll set (cfg.shared_epoll_fd) and
+// handle_events() gets their events of the round (alone, epoll_fd() is its
+// own set and poll_events() serves it); ms_until_next_timer() bounds the poll timeout and run_timers()
 // runs after the poll. Replies go straight to the GuestSink (the tap,
 // with or without vnet headers).
 #pragma once
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "datapath/event_source.hpp"
 #include "datapath/guest_sink.hpp"
 #include "datapath/icmp/echo_config.hpp"
 #include "datapath/icmp/echo_frame.hpp"
@@ -69,14 +71,19 @@ public:
     const PingProbe &probe() const { return probe_; }
     std::string description() const { return describe(probe_); }
 
-    int epoll_fd() const { return ep_.get(); }
+    // Readable when a reply waits (the shared set when
+    // cfg.shared_epoll_fd was given).
+    int epoll_fd() const { return events_.fd(); }
     size_t entries() const { return table_.open(); }
     const EchoStats &stats() const { return stats_; }
 
     // A guest Ethernet frame (no vnet header, IPv4 reassembled).
     Verdict guest_frame(std::span<const uint8_t> frame);
-    // Replies waiting on the ping sockets, to the guest.
+    // With a set of its own: replies waiting on the ping sockets, to the
+    // guest (one non-blocking epoll_wait, then handle_events()).
     void poll_events();
+    // This source's events from the set.
+    void handle_events(std::span<const epoll_event> evs);
     // Milliseconds until run_timers has work (0: now; -1: none).
     int64_t ms_until_next_timer(int64_t now_ms) const;
     // Closes idle entries.
@@ -93,8 +100,8 @@ private:
     EchoConfig cfg_;
     GuestSink &sink_;
     PingProbe probe_;
-    UniqueFd ep_;
     EchoTable table_;
+    EventSource events_;
     std::vector<uint8_t> rx_; // kHeadroom + kMaxMessage
     EchoStats stats_;
     uint16_t ip_id_ = 0;

@@ -50,8 +50,9 @@ public:
     // Closes the entry's socket, unindexes it and frees the slot.
     void remove(uint32_t idx);
 
-    // The reference of a slot's current entry: generation << 32 | slot.
-    uint64_t ref(uint32_t idx) const { return uint64_t(gen_[idx]) << 32 | idx; }
+    // The reference of a slot's current entry: generation (30 bits) << 32
+    // | slot, clear of EventSource's owner bits.
+    uint64_t ref(uint32_t idx) const { return uint64_t(gen_[idx] & kGenMask) << 32 | idx; }
     // The slot ref names if its entry is still the open one it named.
     std::optional<uint32_t> slot_of(uint64_t ref) const {
         uint32_t idx = uint32_t(ref);
@@ -62,6 +63,7 @@ public:
 
 private:
     static constexpr uint32_t kNone = UINT32_MAX;
+    static constexpr uint32_t kGenMask = 0x3fffffff;
 
     size_t bucket(bool v6, const uint8_t guest[16], uint16_t id,
                   const uint8_t remote[16]) const;

@@ -29,17 +29,12 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
       peek_(peek_choice_.mode), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
                                  std::max<size_t>(cfg_.batch_control_frames, 4)),
       table_(std::max<size_t>(cfg_.max_flows, 1), seeds[0]),
-      timers_(std::max<size_t>(cfg_.max_flows, 1)), isn_seed_(seeds[1]) {
+      timers_(std::max<size_t>(cfg_.max_flows, 1)), isn_seed_(seeds[1]),
+      events_(cfg_.shared_epoll_fd, EventOwner::Tcp) {
     const size_t n = table_.slots();
-    ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
-    if (!ep_) throw_errno("fast path: epoll_create1");
     wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake_) throw_errno("fast path: eventfd");
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = kWakeRef;
-    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, wake_.get(), &ev) < 0)
-        throw_errno("fast path: epoll_ctl");
+    if (events_.add(wake_.get(), EPOLLIN, kWakeRef) < 0) throw_errno("fast path: epoll_ctl");
     queued_.assign(n, 0);
     pending_.assign(n, 0);
 }
@@ -216,17 +211,22 @@ void FastPath::replay(size_t slot) {
 
 void FastPath::poll_events() {
     epoll_event evs[kMaxEvents];
-    int n = ::epoll_wait(ep_.get(), evs, kMaxEvents, 0);
+    const int n = ::epoll_wait(events_.fd(), evs, kMaxEvents, 0);
+    handle_events({evs, size_t(std::max(n, 0))});
+}
+
+void FastPath::handle_events(std::span<const epoll_event> evs) {
+    const size_t n = evs.size();
     // Postponed work first: it has waited longest.
-    for (int i = 0; i < n; ++i) {
-        if (evs[i].data.u64 == kWakeRef) {
+    for (size_t i = 0; i < n; ++i) {
+        if (EventSource::ref_of(evs[i]) == kWakeRef) {
             uint64_t v;
             (void)!::read(wake_.get(), &v, sizeof v);
             service_pending();
         }
     }
-    for (int i = 0; i < n; ++i) {
-        uint64_t ref = evs[i].data.u64;
+    for (size_t i = 0; i < n; ++i) {
+        const uint64_t ref = EventSource::ref_of(evs[i]);
         if (ref == kWakeRef) continue;
         if (ref & kListenerTag) {
             accept_forward(size_t(uint32_t(ref)));

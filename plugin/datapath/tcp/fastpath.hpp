@@ -11,8 +11,10 @@
 // Use from the loop (tap with IFF_VNET_HDR only: frames carry partial
 // checksums and GSO): every guest frame, after prepare_guest_frame and IPv4
 // reassembly, goes to guest_frame() first and to slirp_input() only if
-// NotMine; epoll_fd() joins the poll set (POLLIN) and poll_events() runs
-// when it is readable; ms_until_next_timer() bounds the poll timeout and
+// NotMine; its sockets are in the loop's shared epoll set
+// (cfg.shared_epoll_fd) and handle_events() gets their events of the round
+// (alone, epoll_fd() is its own set and poll_events() serves it);
+// ms_until_next_timer() bounds the poll timeout and
 // run_timers() runs after the poll. After each of these calls the loop
 // writes frames() to the tap (one writev per frame) and clears it.
 //
@@ -68,10 +70,15 @@ public:
     // libslirp. Frames for the guest may be added to frames().
     Verdict guest_frame(std::span<const uint8_t> eth_frame);
 
-    // Readable when a flow's socket has an event or postponed work waits.
-    int epoll_fd() const { return ep_.get(); }
-    // Services host sockets: one non-blocking epoll_wait, bounded batch.
+    // Readable when a flow's socket has an event or postponed work waits
+    // (the shared set when cfg.shared_epoll_fd was given).
+    int epoll_fd() const { return events_.fd(); }
+    // With a set of its own: one non-blocking epoll_wait, then
+    // handle_events().
     void poll_events();
+    // This source's events from the set (the loop's share of a shared
+    // wait).
+    void handle_events(std::span<const epoll_event> evs);
 
     // Milliseconds until the next flow deadline (0 if due), -1 if none.
     int64_t ms_until_next_timer(int64_t now_ms) const;
@@ -101,10 +108,11 @@ public:
     size_t flows() const { return table_.open_flows(); }
 
 private:
-    // epoll data: flows have FlowTable::ref (generation << 32 | slot);
-    // listeners the tag bit and their index in fwds_; the eventfd all ones.
-    static constexpr uint64_t kWakeRef = ~uint64_t(0);
-    static constexpr uint64_t kListenerTag = uint64_t(1) << 62;
+    // epoll data (below EventSource's owner bits): flows have
+    // FlowTable::ref (generation << 32 | slot); listeners the tag bit and
+    // their index in fwds_; the eventfd all ones.
+    static constexpr uint64_t kWakeRef = EventSource::kRefMask;
+    static constexpr uint64_t kListenerTag = uint64_t(1) << 61;
     static constexpr int kMaxEvents = 64;
     // Connections accepted per listener and wake-up: the listener is
     // level-triggered, the rest wait for the next round.
@@ -125,7 +133,7 @@ private:
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
     FlowContext ctx(int64_t now_ms) {
-        return FlowContext{out_, stats_, ep_.get(), now_ms, cfg_.mtu, peek_};
+        return FlowContext{out_, stats_, events_, now_ms, cfg_.mtu, peek_};
     }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
@@ -158,8 +166,6 @@ private:
     FastPathConfig cfg_;
     PeekChoice peek_choice_;
     PeekScratch peek_;
-    UniqueFd ep_;
-    UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     GuestFrames out_;
     FastPathStats stats_;
     FlowTable<Flow> table_;
@@ -170,6 +176,8 @@ private:
     std::vector<uint8_t> queued_;   // per slot: in pending_
     size_t pending_head_ = 0, pending_count_ = 0;
     uint64_t isn_seed_ = 0;
+    EventSource events_;
+    UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     std::vector<ForwardListener> fwds_;
     int64_t listeners_resume_at_ = -1; // ms; -1: none paused
     uint8_t guest_mac_[6]{};

@@ -44,6 +44,9 @@ struct FastPathConfig : VirtualNet {
     // sequence number instead of RFC 6528's.
     std::function<int64_t()> clock;
     std::optional<uint32_t> fixed_isn;
+    // The stack loop's epoll set, shared with its other sources
+    // (EventSource); -1: a set of its own, which poll_events() waits on.
+    int shared_epoll_fd = -1;
     // For tests: answers "does the kernel have SO_PEEK_OFF for TCP?"
     // instead of the probe (e.g. a kernel before 6.9 on a newer one).
     std::function<bool()> peek_off_probe;

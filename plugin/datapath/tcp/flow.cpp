@@ -18,10 +18,8 @@
 namespace rknp::tcp {
 
 void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = v_.ref;
-    if (::epoll_ctl(c.epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, sock_.get(), &ev) < 0)
+    const int fd = sock_.get();
+    if ((add ? c.events.add(fd, events, v_.ref) : c.events.modify(fd, events, v_.ref)) < 0)
         close(c, Reset::Both); // ENOMEM/ENOSPC: cannot watch it, give up
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "common/fd.hpp"
+#include "datapath/event_source.hpp"
 #include "datapath/tcp/batch.hpp"
 #include "datapath/tcp/frame.hpp"
 #include "datapath/tcp/peek_mode.hpp"
@@ -55,7 +56,7 @@ struct FastPathStats {
 struct FlowContext {
     GuestFrames &out;
     FastPathStats &stats;
-    int epfd;
+    const EventSource &events;
     int64_t now; // ms, monotonic
     uint32_t mtu;
     PeekScratch &peek; // the peek mode and its buffers

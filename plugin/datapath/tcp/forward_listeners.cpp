@@ -31,10 +31,8 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     size_t slot = 0;
     while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
     if (slot == fwds_.size()) fwds_.emplace_back();
-    epoll_event ev{};
-    ev.events = EPOLLIN; // level-triggered: a bounded accept batch per round
-    ev.data.u64 = kListenerTag | slot;
-    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
+    // Level-triggered: a bounded accept batch per round.
+    if (events_.add(fd.get(), EPOLLIN, kListenerTag | slot) < 0) return errno;
     ForwardListener &l = fwds_[slot];
     l.fd = std::move(fd);
     std::memset(&l.host, 0, sizeof l.host);
@@ -95,9 +93,7 @@ void FastPath::accept_forward(size_t slot) {
 
 void FastPath::pause_listener(size_t slot) {
     ForwardListener &l = fwds_[slot];
-    epoll_event ev{};
-    ev.data.u64 = kListenerTag | slot;
-    (void)::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, l.fd.get(), &ev); // no events
+    (void)events_.modify(l.fd.get(), 0, kListenerTag | slot); // no events
     l.paused = true;
     ++stats_.accept_paused;
     if (listeners_resume_at_ < 0) listeners_resume_at_ = now() + kAcceptPauseMs;
@@ -110,10 +106,7 @@ void FastPath::resume_listeners() {
         if (!l.paused) continue;
         l.paused = false;
         if (!l.fd) continue;
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.u64 = kListenerTag | slot;
-        (void)::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, l.fd.get(), &ev);
+        (void)events_.modify(l.fd.get(), EPOLLIN, kListenerTag | slot);
     }
 }
 

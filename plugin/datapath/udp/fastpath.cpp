@@ -58,13 +58,10 @@ UniqueFd connect_host_socket(bool v6, const HostAddrs &addrs) {
 } // namespace
 
 FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
-    : cfg_(std::move(cfg)), guest_(guest),
+    : cfg_(std::move(cfg)), guest_(guest), events_(cfg_.shared_epoll_fd, EventOwner::Udp),
       table_(std::max<size_t>(cfg_.max_flows, 1), random_flow_seeds()[0]),
       timers_(std::max<size_t>(cfg_.max_flows, 1)), run_buf_(kMaxPayload),
-      rx_buf_(kRecvBatch * kRecvBuf) {
-    ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
-    if (!ep_) throw_errno("UDP fast path: epoll_create1");
-}
+      rx_buf_(kRecvBatch * kRecvBuf) {}
 
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
 
@@ -130,10 +127,7 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
     // default, 208 KiB, overflows in about a millisecond at 2 Gbit/s: the
     // udp_drops.sh benchmark counted it); the kernel caps it at rmem_max.
     if (ok) (void)::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = table_.ref(idx);
-    if (!ok || ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, s.get(), &ev) < 0) {
+    if (!ok || events_.add(s.get(), EPOLLIN, table_.ref(idx)) < 0) {
         table_.unreserve(idx);
         ++stats_.dropped_to_host;
         return std::nullopt;
@@ -242,7 +236,12 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
     m.msg_control = used != 0 ? ctl : nullptr;
     m.msg_controllen = used;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        if (::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) return true;
+        // A plain datagram on a connected socket: send(2) spares the
+        // kernel copying in a msghdr.
+        const ssize_t r = used == 0 && m.msg_name == nullptr
+                              ? ::send(flow_fd(f), data, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                              : ::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r >= 0) return true;
         if (errno != EINTR && !icmp_left_error(errno)) return false;
     }
     return false;
@@ -250,23 +249,27 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
 
 void FastPath::poll_events() {
     epoll_event evs[kMaxEvents];
-    const int n = ::epoll_wait(ep_.get(), evs, kMaxEvents, 0);
-    for (int i = 0; i < n; ++i) {
-        const uint64_t ref = evs[i].data.u64;
+    const int n = ::epoll_wait(events_.fd(), evs, kMaxEvents, 0);
+    handle_events({evs, size_t(std::max(n, 0))}, true);
+}
+
+void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
+    for (const epoll_event &e : evs) {
+        const uint64_t ref = EventSource::ref_of(e);
         if (ref & kForwardTag) {
             receive_forward(size_t(ref & ~kForwardTag));
             continue;
         }
         if (!table_.names_open_flow(ref)) continue;
         const uint32_t idx = uint32_t(ref);
-        if (evs[i].events & EPOLLERR) drain_errors(idx);
-        if (evs[i].events & EPOLLIN) receive(idx);
+        if (e.events & EPOLLERR) drain_errors(idx);
+        if (e.events & EPOLLIN) receive(idx, burst ? kRecvBatch : 1);
     }
 }
 
-void FastPath::receive(uint32_t idx) {
+void FastPath::receive(uint32_t idx, size_t batch) {
     Flow &f = table_[idx];
-    for (size_t i = 0; i < kRecvBatch; ++i) {
+    for (size_t i = 0; i < batch; ++i) {
         rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
         msghdr &m = rx_msgs_[i].msg_hdr;
         m = msghdr{};
@@ -275,7 +278,14 @@ void FastPath::receive(uint32_t idx) {
         m.msg_control = rx_ctl_[i].data();
         m.msg_controllen = sizeof rx_ctl_[i];
     }
-    const int n = ::recvmmsg(f.sock.get(), rx_msgs_.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
+    int n;
+    if (batch == 1) { // recvmsg(2): no second read that would only find the queue empty
+        const ssize_t r = ::recvmsg(f.sock.get(), &rx_msgs_[0].msg_hdr, MSG_DONTWAIT);
+        if (r >= 0) rx_msgs_[0].msg_len = unsigned(r);
+        n = r < 0 ? -1 : 1;
+    } else {
+        n = ::recvmmsg(f.sock.get(), rx_msgs_.data(), unsigned(batch), MSG_DONTWAIT, nullptr);
+    }
     if (n < 0) {
         if (icmp_left_error(errno)) drain_errors(idx);
         return;

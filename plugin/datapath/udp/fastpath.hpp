@@ -17,9 +17,10 @@
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
-// batch of tap reads, end_of_reads() sends what it queued; epoll_fd()
-// joins the poll set and poll_events() runs when it is readable; timers
-// as for TCP.
+// batch of tap reads, end_of_reads() sends what it queued; its sockets
+// are in the loop's shared epoll set (cfg.shared_epoll_fd) and
+// handle_events() gets their events of the round (alone, epoll_fd() is
+// its own set and poll_events() serves it); timers as for TCP.
 // Guest-bound frames go straight to the GuestSink. Stack thread only.
 #pragma once
 
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "datapath/event_source.hpp"
 #include "datapath/flows/flow_table.hpp"
 #include "datapath/flows/route.hpp"
 #include "datapath/flows/timer_heap.hpp"
@@ -76,6 +78,9 @@ struct FastPathConfig : VirtualNet {
     // A millisecond clock instead of CLOCK_MONOTONIC: the stack loop's
     // reading of its round, or a test's.
     std::function<int64_t()> clock;
+    // The stack loop's epoll set, shared with its other sources
+    // (EventSource); -1: a set of its own, which poll_events() waits on.
+    int shared_epoll_fd = -1;
 };
 
 struct FastPathStats {
@@ -117,10 +122,18 @@ public:
         first_of_reads_sent_ = false;
     }
 
-    // Readable when a flow's socket has data or an error.
-    int epoll_fd() const { return ep_.get(); }
-    // Reads host sockets (bounded per flow) and writes guest frames.
+    // Readable when a flow's socket has data or an error (the shared set
+    // when cfg.shared_epoll_fd was given).
+    int epoll_fd() const { return events_.fd(); }
+    // With a set of its own: one non-blocking epoll_wait, then
+    // handle_events() in burst mode.
     void poll_events();
+    // This source's events: reads host sockets and writes guest frames.
+    // burst: the source had events the round before too, so each ready
+    // flow gets one batch of reads; otherwise the wake-up is most likely
+    // for one datagram (an answer): one read each, and the set,
+    // level-triggered, says next round whether more came.
+    void handle_events(std::span<const epoll_event> evs, bool burst);
 
     // Milliseconds until the next idle check (0 if due), -1 if none.
     int64_t ms_until_next_timer(int64_t now_ms) const;
@@ -193,9 +206,10 @@ private:
     static constexpr size_t kRunMaxSegments = 64;
     static constexpr size_t kRunMaxBytes = 65507;
     static constexpr int kMaxEvents = 64;
-    // epoll data: flows have FlowTable::ref (generation << 32 | slot, the
-    // generation 30 bits), forwards this bit and their index in fwds_.
-    static constexpr uint64_t kForwardTag = uint64_t(1) << 62;
+    // epoll data (below EventSource's owner bits): flows have
+    // FlowTable::ref (generation << 32 | slot, the generation 29 bits),
+    // forwards this bit and their index in fwds_.
+    static constexpr uint64_t kForwardTag = uint64_t(1) << 61;
     static constexpr size_t kRecvBatch = 16;
     // A received datagram's ancillary data: UDP_GRO's segment size and,
     // on a wildcard forward, the packet's local address.
@@ -210,7 +224,8 @@ private:
     // Sends len bytes of datagrams of size seg (one if seg >= len) on
     // flow idx; false if the socket refused them (counted).
     bool send(Flow &f, const uint8_t *data, size_t len, size_t seg);
-    void receive(uint32_t idx);
+    // One read of up to batch datagrams (kRecvBatch at most).
+    void receive(uint32_t idx, size_t batch);
     void to_guest(Flow &f, std::span<const uint8_t> payload);
     // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
     void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
@@ -230,7 +245,7 @@ private:
 
     FastPathConfig cfg_;
     GuestSink &guest_;
-    UniqueFd ep_;
+    EventSource events_;
     FlowTable<Flow> table_;
     TimerHeap timers_;
     FastPathStats stats_;

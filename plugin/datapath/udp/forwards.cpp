@@ -109,10 +109,8 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     size_t slot = 0;
     while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
     if (slot == fwds_.size()) fwds_.emplace_back();
-    epoll_event ev{};
-    ev.events = EPOLLIN; // level-triggered: one batch per forward and round
-    ev.data.u64 = kForwardTag | slot;
-    if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) return errno;
+    // Level-triggered: one batch per forward and round.
+    if (events_.add(fd.get(), EPOLLIN, kForwardTag | slot) < 0) return errno;
     Forward &f = fwds_[slot];
     f.fd = std::move(fd);
     f.wildcard = wildcard;

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// A source's share of an epoll set: registration with its owner's tag.
+#include "datapath/event_source.hpp"
+
+#include "common/error.hpp"
+
+namespace rknp {
+
+EventSource::EventSource(int shared_epfd, EventOwner owner)
+    : own_(shared_epfd < 0 ? ::epoll_create1(EPOLL_CLOEXEC) : -1),
+      fd_(shared_epfd < 0 ? own_.get() : shared_epfd), tag_(uint64_t(owner) << kOwnerShift) {
+    if (fd_ < 0) throw_errno("epoll_create1");
+}
+
+int EventSource::ctl(int op, int fd, uint32_t events, uint64_t ref) const {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag_ | (ref & kRefMask);
+    return ::epoll_ctl(fd_, op, fd, &ev);
+}
+
+int EventSource::add(int fd, uint32_t events, uint64_t ref) const {
+    return ctl(EPOLL_CTL_ADD, fd, events, ref);
+}
+
+int EventSource::modify(int fd, uint32_t events, uint64_t ref) const {
+    return ctl(EPOLL_CTL_MOD, fd, events, ref);
+}
+
+} // namespace rknp
