@@ -20,6 +20,11 @@ int EventSource::ctl(int op, int fd, uint32_t events, uint64_t ref) const {
     return ::epoll_ctl(fd_, op, fd, &ev);
 }
 
+std::span<const epoll_event> EventSource::ready(std::span<epoll_event> buf) const {
+    const int n = ::epoll_wait(fd_, buf.data(), int(buf.size()), 0);
+    return buf.first(n > 0 ? size_t(n) : 0);
+}
+
 int EventSource::add(int fd, uint32_t events, uint64_t ref) const {
     return ctl(EPOLL_CTL_ADD, fd, events, ref);
 }

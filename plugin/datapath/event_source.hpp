@@ -11,13 +11,16 @@
 
 #include <sys/epoll.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/fd.hpp"
 
 namespace rknp {
 
 enum class EventOwner : uint8_t { Loop = 0, Tcp = 1, Udp = 2, Echo = 3 };
+inline constexpr size_t kEventOwners = 4; // what the two owner bits hold
 
 // A source's share of a set: where it registers its fds, with its tag.
 class EventSource {
@@ -39,6 +42,10 @@ public:
     // with errno.
     int add(int fd, uint32_t events, uint64_t ref) const;
     int modify(int fd, uint32_t events, uint64_t ref) const;
+
+    // The events ready now (a non-blocking epoll_wait into buf): for a
+    // source with a set of its own.
+    std::span<const epoll_event> ready(std::span<epoll_event> buf) const;
 
     static uint64_t ref_of(const epoll_event &e) { return e.data.u64 & kRefMask; }
     static EventOwner owner_of(const epoll_event &e) {

@@ -132,13 +132,14 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
 
 StackLoop::RoundEvents StackLoop::take_events() {
     const int n = ::epoll_wait(events_.get(), waited_.data(), kMaxEvents, 0);
-    std::array<size_t, 4> count{}, at{};
-    for (int i = 0; i < n; ++i) ++count[size_t(EventSource::owner_of(waited_[size_t(i)]))];
-    for (size_t o = 1; o < 4; ++o) at[o] = at[o - 1] + count[o - 1];
+    const std::span<const epoll_event> waited(waited_.data(), n > 0 ? size_t(n) : 0);
+    std::array<size_t, kEventOwners> count{}, at{};
+    for (const epoll_event &e : waited) ++count[size_t(EventSource::owner_of(e))];
+    for (size_t o = 1; o < kEventOwners; ++o) at[o] = at[o - 1] + count[o - 1];
     RoundEvents r;
-    for (size_t o = 0; o < 4; ++o) r.by_owner[o] = {round_events_.data() + at[o], count[o]};
-    for (int i = 0; i < n; ++i)
-        round_events_[at[size_t(EventSource::owner_of(waited_[size_t(i)]))]++] = waited_[size_t(i)];
+    for (size_t o = 0; o < kEventOwners; ++o)
+        r.by_owner[o] = {round_events_.data() + at[o], count[o]};
+    for (const epoll_event &e : waited) round_events_[at[size_t(EventSource::owner_of(e))]++] = e;
     return r;
 }
 

@@ -81,7 +81,7 @@ private:
     // This round's events of the shared set, split by owner (a span of
     // round_events_ each, in the order epoll_wait gave them).
     struct RoundEvents {
-        std::array<std::span<const epoll_event>, 4> by_owner;
+        std::array<std::span<const epoll_event>, kEventOwners> by_owner;
         std::span<const epoll_event> of(EventOwner o) const { return by_owner[size_t(o)]; }
     };
     RoundEvents take_events();

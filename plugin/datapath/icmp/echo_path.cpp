@@ -169,8 +169,7 @@ std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback
 
 void EchoPath::poll_events() {
     epoll_event evs[kEvents];
-    const int n = ::epoll_wait(events_.fd(), evs, kEvents, 0);
-    handle_events({evs, size_t(std::max(n, 0))});
+    handle_events(events_.ready(evs));
 }
 
 void EchoPath::handle_events(std::span<const epoll_event> evs) {

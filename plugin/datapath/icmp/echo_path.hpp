@@ -17,8 +17,8 @@
 // the TCP fast path's nor dropped goes to guest_frame() before libslirp;
 // its sockets are in the loop's shared epoll set (cfg.shared_epoll_fd) and
 // handle_events() gets their events of the round (alone, epoll_fd() is its
-// own set and poll_events() serves it); ms_until_next_timer() bounds the poll timeout and run_timers()
-// runs after the poll. Replies go straight to the GuestSink (the tap,
+// own set and poll_events() serves it); ms_until_next_timer() bounds the
+// poll timeout and run_timers() runs after the poll. Replies go straight to the GuestSink (the tap,
 // with or without vnet headers).
 #pragma once
 

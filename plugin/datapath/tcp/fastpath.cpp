@@ -211,8 +211,7 @@ void FastPath::replay(size_t slot) {
 
 void FastPath::poll_events() {
     epoll_event evs[kMaxEvents];
-    const int n = ::epoll_wait(events_.fd(), evs, kMaxEvents, 0);
-    handle_events({evs, size_t(std::max(n, 0))});
+    handle_events(events_.ready(evs));
 }
 
 void FastPath::handle_events(std::span<const epoll_event> evs) {

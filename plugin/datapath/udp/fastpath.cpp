@@ -249,8 +249,7 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
 
 void FastPath::poll_events() {
     epoll_event evs[kMaxEvents];
-    const int n = ::epoll_wait(events_.fd(), evs, kMaxEvents, 0);
-    handle_events({evs, size_t(std::max(n, 0))}, true);
+    handle_events(events_.ready(evs), true);
 }
 
 void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
