@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The UDP fast path: flows, both directions of datagrams, the host
-// sockets' errors as ICMP, idle expiry.
+// The UDP fast path: flows, the guest's datagrams to the host (queued
+// runs, UDP_SEGMENT sends), idle expiry; the guest-bound half is in
+// to_guest.cpp.
 #include "datapath/udp/fastpath.hpp"
 
-#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/epoll.h>
@@ -29,12 +29,6 @@ bool segmentation_refused(int err) {
     return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == EMSGSIZE;
 }
 
-// An error an earlier ICMP message left on a connected socket: it fails
-// one call, and the error queue tells the guest about it.
-bool icmp_left_error(int err) {
-    return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
-           err == EHOSTDOWN || err == EPROTO;
-}
 
 // A socket connected to the flow's host address (bound first to the
 // outbound address if one is set); invalid if any step fails.
@@ -62,6 +56,11 @@ FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
       table_(std::max<size_t>(cfg_.max_flows, 1), random_flow_seeds()[0]),
       timers_(std::max<size_t>(cfg_.max_flows, 1)), run_buf_(kMaxPayload),
       rx_buf_(kRecvBatch * kRecvBuf) {}
+
+bool FastPath::icmp_left_error(int err) {
+    return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
+           err == EHOSTDOWN || err == EPROTO;
+}
 
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
 
@@ -245,169 +244,6 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         if (errno != EINTR && !icmp_left_error(errno)) return false;
     }
     return false;
-}
-
-void FastPath::poll_events() {
-    epoll_event evs[kMaxEvents];
-    handle_events(events_.ready(evs), true);
-}
-
-void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
-    for (const epoll_event &e : evs) {
-        const uint64_t ref = EventSource::ref_of(e);
-        if (ref & kForwardTag) {
-            receive_forward(size_t(ref & ~kForwardTag));
-            continue;
-        }
-        if (!table_.names_open_flow(ref)) continue;
-        const uint32_t idx = uint32_t(ref);
-        if (e.events & EPOLLERR) drain_errors(idx);
-        if (e.events & EPOLLIN) receive(idx, burst ? kRecvBatch : 1);
-    }
-}
-
-void FastPath::receive(uint32_t idx, size_t batch) {
-    Flow &f = table_[idx];
-    for (size_t i = 0; i < batch; ++i) {
-        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        m = msghdr{};
-        m.msg_iov = &rx_iov_[i];
-        m.msg_iovlen = 1;
-        m.msg_control = rx_ctl_[i].data();
-        m.msg_controllen = sizeof rx_ctl_[i];
-    }
-    int n;
-    if (batch == 1) { // recvmsg(2): no second read that would only find the queue empty
-        const ssize_t r = ::recvmsg(f.sock.get(), &rx_msgs_[0].msg_hdr, MSG_DONTWAIT);
-        if (r >= 0) rx_msgs_[0].msg_len = unsigned(r);
-        n = r < 0 ? -1 : 1;
-    } else {
-        n = ::recvmmsg(f.sock.get(), rx_msgs_.data(), unsigned(batch), MSG_DONTWAIT, nullptr);
-    }
-    if (n < 0) {
-        if (icmp_left_error(errno)) drain_errors(idx);
-        return;
-    }
-    if (n == 0) return;
-    f.last_ms = now();
-    f.answered = true;
-    // Each read's datagram size: UDP_GRO's, or the read's own length.
-    std::array<size_t, kRecvBatch> seg{};
-    for (int i = 0; i < n; ++i) {
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        seg[i] = rx_msgs_[i].msg_len;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-            if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-                c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-                int g;
-                std::memcpy(&g, CMSG_DATA(c), sizeof g);
-                if (g > 0) seg[i] = size_t(g);
-            }
-        }
-    }
-    for (size_t i = 0; i < size_t(n);) {
-        const size_t len = rx_msgs_[i].msg_len;
-        const uint8_t *data = rx_buf_.data() + i * kRecvBuf;
-        if (len == 0) { // an empty datagram is one too
-            to_guest(f, {});
-            ++i;
-            continue;
-        }
-        // Reads of single datagrams of one size (the last may be shorter)
-        // go to the guest as one GSO frame where the tap takes them.
-        size_t j = i + 1, total = len;
-        if (guest_gso_ && seg[i] == len && fits_mtu(f.ep, len, cfg_.mtu)) {
-            while (j < size_t(n) && seg[j] == rx_msgs_[j].msg_len && seg[j] != 0 &&
-                   seg[j] <= len && fits_gso_frame(f.ep, total + seg[j])) {
-                total += seg[j++];
-                if (seg[j - 1] < len) break;
-            }
-        }
-        if (j - i == 1) {
-            run_to_guest(f, {data, len}, seg[i]);
-            ++i;
-            continue;
-        }
-        for (size_t k = i; k < j; ++k)
-            gather_[k - i] = iovec{rx_buf_.data() + k * kRecvBuf, rx_msgs_[k].msg_len};
-        VnetHdr v{};
-        const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, total, len, uint16_t(ip_id_));
-        ip_id_ += uint32_t(j - i);
-        guest_.write_frame_parts(v, {hdr_.data(), h}, {gather_.data(), j - i});
-        stats_.datagrams_to_guest += j - i;
-        ++stats_.gso_frames;
-        i = j;
-    }
-}
-
-void FastPath::run_to_guest(Flow &f, std::span<const uint8_t> p, size_t seg) {
-    if (guest_gso_ && seg < p.size() && fits_mtu(f.ep, seg, cfg_.mtu) &&
-        fits_gso_frame(f.ep, p.size())) {
-        VnetHdr v{};
-        const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, p.size(), seg,
-                                             uint16_t(ip_id_));
-        // The guest numbers each datagram's IPv4 id from the frame's.
-        ip_id_ += uint32_t((p.size() + seg - 1) / seg);
-        guest_.write_frame(v, {hdr_.data(), h}, p);
-        stats_.datagrams_to_guest += (p.size() + seg - 1) / seg;
-        ++stats_.gso_frames;
-        return;
-    }
-    // Each datagram on its own.
-    for (size_t off = 0; off < p.size(); off += seg)
-        to_guest(f, p.subspan(off, std::min(seg, p.size() - off)));
-}
-
-void FastPath::to_guest(Flow &f, std::span<const uint8_t> payload) {
-    ++stats_.datagrams_to_guest;
-    if (fits_mtu(f.ep, payload.size(), cfg_.mtu)) {
-        VnetHdr v{};
-        const size_t h = build_datagram(hdr_.data(), v, f.ep, payload.size(), uint16_t(ip_id_++));
-        guest_.write_frame(v, {hdr_.data(), h}, payload);
-        return;
-    }
-    ++stats_.fragmented;
-    Fragments frags(f.ep, payload, cfg_.mtu, ip_id_++);
-    size_t h = 0;
-    std::span<const uint8_t> part;
-    while (frags.next(hdr_.data(), h, part)) guest_.write_frame(VnetHdr{}, {hdr_.data(), h}, part);
-}
-
-void FastPath::drain_errors(uint32_t idx) {
-    Flow &f = table_[idx];
-    // Bounded: a peer cannot keep the loop here.
-    for (int k = 0; k < 16; ++k) {
-        // The datagram the error answers, as far as the ICMP message quoted
-        // it: its length goes into the quoted headers, kIcmpQuote bytes
-        // into the quote.
-        uint8_t quote[1500];
-        iovec iov{quote, sizeof quote};
-        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(sock_extended_err) + sizeof(sockaddr_in6))];
-        msghdr m{};
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof ctl;
-        const ssize_t r = ::recvmsg(f.sock.get(), &m, MSG_ERRQUEUE | MSG_DONTWAIT);
-        if (r < 0) break;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-            const bool recverr = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
-                                 (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
-            if (!recverr || c->cmsg_len < CMSG_LEN(sizeof(sock_extended_err))) continue;
-            sock_extended_err ee;
-            std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
-            // Only what came from the path; local errors (a too-big send)
-            // were the host socket's own business.
-            if (ee.ee_origin != SO_EE_ORIGIN_ICMP && ee.ee_origin != SO_EE_ORIGIN_ICMP6) continue;
-            const IcmpError e{ee.ee_type, ee.ee_code, ee.ee_info};
-            const size_t got = std::min(size_t(r), sizeof quote);
-            const size_t len = build_icmp_error(icmp_.data(), f.ep, e, {quote, got},
-                                                size_t(r), uint16_t(ip_id_++));
-            guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
-            ++stats_.icmp_to_guest;
-        }
-    }
 }
 
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {

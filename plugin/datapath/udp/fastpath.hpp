@@ -230,6 +230,9 @@ private:
     // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
     void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
     void drain_errors(uint32_t idx);
+    // An error an earlier ICMP message left on a connected socket: it fails
+    // one call, and the error queue tells the guest about it.
+    static bool icmp_left_error(int err);
     int flow_fd(const Flow &f) const { return f.fwd >= 0 ? fwds_[size_t(f.fwd)].fd.get() : f.sock.get(); }
     // Reads a forward's socket (one recvmmsg batch: level-triggered).
     void receive_forward(size_t slot);
