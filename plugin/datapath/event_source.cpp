@@ -33,4 +33,6 @@ int EventSource::modify(int fd, uint32_t events, uint64_t ref) const {
     return ctl(EPOLL_CTL_MOD, fd, events, ref);
 }
 
+int EventSource::remove(int fd) const { return ::epoll_ctl(fd_, EPOLL_CTL_DEL, fd, nullptr); }
+
 } // namespace rknp

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // One epoll set several event sources share (the TCP and UDP fast paths,
-// the ICMP echo path, the stack loop's wake-up), so the loop's poll(2)
-// watches one fd for every host socket: each fd in a poll(2) call costs
+// the ICMP echo path, the stack loop's wake-up and tap), so the loop
+// waits in one epoll_wait for all of them: each fd in a poll(2) call costs
 // its wait-queue work twice a wake-up, about 1 µs a UDP round trip for
 // the three sets the loop polled before (docs/benchmarks.md). Each
 // source's epoll data carries its owner in the top two bits. A source
@@ -42,6 +42,8 @@ public:
     // with errno.
     int add(int fd, uint32_t events, uint64_t ref) const;
     int modify(int fd, uint32_t events, uint64_t ref) const;
+    // epoll_ctl DEL: 0, or -1 with errno.
+    int remove(int fd) const;
 
     // The events ready now (a non-blocking epoll_wait into buf): for a
     // source with a set of its own.

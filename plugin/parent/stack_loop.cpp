@@ -58,13 +58,16 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     return f;
 }
 
-// The loop's epoll set, with the wake-up eventfd in it.
-UniqueFd make_event_set(int wake_fd) {
+// The loop's epoll set.
+UniqueFd make_event_set() {
     UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
     if (!ep) throw_errno("stack loop: epoll_create1");
-    if (EventSource(ep.get(), EventOwner::Loop).add(wake_fd, EPOLLIN, 0) < 0)
-        throw_errno("stack loop: epoll_ctl");
     return ep;
+}
+
+bool has_ref(std::span<const epoll_event> evs, uint64_t ref) {
+    return std::any_of(evs.begin(), evs.end(),
+                       [ref](const epoll_event &e) { return EventSource::ref_of(e) == ref; });
 }
 
 } // namespace
@@ -74,7 +77,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
                      TaskQueue &tasks)
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
-      events_(make_event_set(wake_fd)),
+      events_(make_event_set()), loop_events_(events_.get(), EventOwner::Loop),
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
       fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
@@ -82,6 +85,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       ingress_(cfg.cidr, stats, limits_, fast_.get(), udp_fast_.get(),
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
     ingress_.set_echo_path(echo_.get());
+    if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0) throw_errno("stack loop: epoll_ctl");
 }
 
 std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
@@ -130,8 +134,8 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
 }
 
-StackLoop::RoundEvents StackLoop::take_events() {
-    const int n = ::epoll_wait(events_.get(), waited_.data(), kMaxEvents, 0);
+StackLoop::RoundEvents StackLoop::take_events(int timeout_ms, int &n) {
+    n = ::epoll_wait(events_.get(), waited_.data(), kMaxEvents, timeout_ms);
     const std::span<const epoll_event> waited(waited_.data(), n > 0 ? size_t(n) : 0);
     std::array<size_t, kEventOwners> count{}, at{};
     for (const epoll_event &e : waited) ++count[size_t(EventSource::owner_of(e))];
@@ -141,6 +145,18 @@ StackLoop::RoundEvents StackLoop::take_events() {
         r.by_owner[o] = {round_events_.data() + at[o], count[o]};
     for (const epoll_event &e : waited) round_events_[at[size_t(EventSource::owner_of(e))]++] = e;
     return r;
+}
+
+void StackLoop::watch_tap() {
+    if (loop_events_.add(tap_.fd(), EPOLLIN, kTapRef) == 0) return;
+    // A tap nobody would read is refused, not kept.
+    const int err = errno;
+    tap_.detach();
+    throw_errno("stack loop: epoll_ctl (tap)", err);
+}
+
+void StackLoop::unwatch_tap() {
+    if (tap_.attached()) (void)loop_events_.remove(tap_.fd());
 }
 
 void StackLoop::flush_fast_path() {
@@ -250,7 +266,9 @@ void StackLoop::publish_stats() {
 }
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
+    unwatch_tap();
     tap_.attach(std::move(a.tap), a.vnet_hdr);
+    watch_tap();
     if (!a.vnet_hdr) forwards_to_slirp();
     if (udp_fast_ && a.vnet_hdr) {
         const bool gso = tap_.takes_udp_gso();
@@ -320,6 +338,7 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
 void StackLoop::detach_tap(const std::string &why) {
     cfg_.logger.info("tap detached: " + why);
     coalescer_.flush(); // frames for a dead tap are dropped by TapIo
+    unwatch_tap();
     tap_.detach();
     // Fast-path flows would stay open (idle ones for ever) with nobody
     // behind them: reset their host sides now.
@@ -360,9 +379,7 @@ void StackLoop::drain_tap(int budget) {
 void StackLoop::run() {
     while (!stop_.load()) {
         polls_.clear();
-        const int events_idx = polls_.add(events_.get(), SLIRP_POLL_IN);
         HandoverPolls handover_polls = poll_handover();
-        int tap_idx = tap_.attached() ? polls_.add(tap_.fd(), SLIRP_POLL_IN) : -1;
         uint32_t timeout = 1000;
         // The timeouts count from now; after the wait the round reads the
         // clock once more.
@@ -383,17 +400,28 @@ void StackLoop::run() {
             next >= 0 && uint64_t(next) < timeout)
             timeout = uint32_t(next);
 
-        int n = polls_.wait(int(timeout));
-        now_ms_ = monotonic_ms();
+        // Host sockets first, with this round's results, before tap input
+        // can create or close sockets; serviced every iteration. With no
+        // libslirp socket and no hand-over to watch, the set is all there
+        // is: one epoll_wait, no poll(2) around it.
+        int n;
+        RoundEvents events;
+        if (polls_.empty()) {
+            events = take_events(int(timeout), n);
+            now_ms_ = monotonic_ms();
+        } else {
+            const int events_idx = polls_.add(events_.get(), SLIRP_POLL_IN);
+            n = polls_.wait(int(timeout));
+            now_ms_ = monotonic_ms();
+            if (polls_.revents(events_idx) != 0) {
+                int taken;
+                events = take_events(0, taken);
+            }
+        }
         if (n < 0 && errno != EINTR) {
-            cfg_.logger.error(std::string("stack loop: poll: ") +
-                              std::strerror(errno));
+            cfg_.logger.error(std::string("stack loop: wait: ") + std::strerror(errno));
             return;
         }
-        // Host sockets first, with this round's results, before tap input
-        // can create or close sockets; serviced every iteration.
-        const RoundEvents events =
-            polls_.revents(events_idx) != 0 ? take_events() : RoundEvents{};
         slirp_.poll(n < 0);
         if (fast_ && !events.of(EventOwner::Tcp).empty()) {
             fast_->handle_events(events.of(EventOwner::Tcp));
@@ -407,10 +435,10 @@ void StackLoop::run() {
             echo_->handle_events(events.of(EventOwner::Echo));
         // A tap readable two rounds running is in a burst: read it dry
         // (up to the budget). Otherwise the wake-up is most likely for one
-        // frame (a request, an ACK): read that one and let the next poll
+        // frame (a request, an ACK): read that one and let the next wait
         // say whether more came, which saves a read that would only
         // return EAGAIN on every such wake-up.
-        const bool tap_ready = polls_.revents(tap_idx) != 0;
+        const bool tap_ready = has_ref(events.of(EventOwner::Loop), kTapRef);
         if (tap_ready) drain_tap(tap_ready_before_ ? kTapBudget : 1);
         tap_ready_before_ = tap_ready;
         slirp_.run_timers(now_ms_);
@@ -420,7 +448,7 @@ void StackLoop::run() {
             flush_fast_path();
         }
         if (udp_fast_) udp_fast_->run_timers(now_ms_);
-        if (!events.of(EventOwner::Loop).empty()) {
+        if (has_ref(events.of(EventOwner::Loop), kWakeRef)) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);
             for (auto &task : tasks_.take()) task(this);

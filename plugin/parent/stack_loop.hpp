@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The stack thread's event loop: one poll over the tap, the hand-over
-// socket, libslirp's host sockets and one epoll set that holds the
-// wake-up eventfd and the TCP and UDP fast paths' and the ICMP echo
-// path's host sockets (EventSource); guest frames go through
+// The stack thread's event loop: one epoll set holds the wake-up
+// eventfd, the tap and the TCP and UDP fast paths' and the ICMP echo
+// path's host sockets (EventSource); a round waits in epoll_wait on it,
+// or, while libslirp has host sockets or the hand-over socket is open, in
+// one poll over those and the set. Guest frames go through
 // GuestIngress (filter, reassembly, TCP | UDP fast path | echo path |
 // libslirp), libslirp's replies -> coalescer -> tap, the fast paths'
 // straight to the tap. Everything in here runs on the one stack thread; other threads only
@@ -84,7 +85,13 @@ private:
         std::array<std::span<const epoll_event>, kEventOwners> by_owner;
         std::span<const epoll_event> of(EventOwner o) const { return by_owner[size_t(o)]; }
     };
-    RoundEvents take_events();
+    // epoll_wait on the shared set for up to timeout_ms; n: its result.
+    RoundEvents take_events(int timeout_ms, int &n);
+    // The tap in the shared set (level-triggered: a round may read one
+    // frame and leave the rest to the next wait), from attach to detach;
+    // watch_tap detaches the tap and throws Error if epoll_ctl fails.
+    void watch_tap();
+    void unwatch_tap();
     // Writes the fast path's batch to the tap and empties it.
     void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
@@ -109,6 +116,8 @@ private:
     bool udp_ready_before_ = false; // the UDP fast path had events last round
     // The shared epoll set; before the paths, which register with it.
     UniqueFd events_;
+    EventSource loop_events_; // the loop's own share: the wake-up, the tap
+    static constexpr uint64_t kWakeRef = 0, kTapRef = 1;
     static constexpr int kMaxEvents = 256;
     std::array<epoll_event, kMaxEvents> waited_{}, round_events_{};
     // The round's clock: read before the wait (for its timeout) and once

@@ -15,6 +15,7 @@ namespace rknp {
 class PollSet {
 public:
     void clear() { fds_.clear(); }
+    bool empty() const { return fds_.empty(); }
     // Adds fd with SLIRP_POLL_* events; returns its index.
     int add(int fd, int slirp_events) {
         short events = 0;
