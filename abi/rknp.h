@@ -581,7 +581,9 @@ typedef struct rknp_child_options {
     const char *detached_netns_path; /* NULL: the caller's network namespace;
                                         else a netns file entered on a
                                         private thread of the library */
-    rknp_log_fn log_fn;          /* NULL: messages are dropped */
+    rknp_log_fn log_fn;          /* NULL: messages are dropped; called
+                                    on the calling thread only, also with
+                                    detached_netns_path */
     void *log_user_data;
     /* 1.2 */
     uint8_t link_only;           /* 1: create the tap, set it up (MTU, MAC,

@@ -15,7 +15,10 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/fd.hpp"
@@ -129,6 +132,29 @@ std::string configure_here(const ChildSetup &s, const Logger &log,
     return s.ifname;
 }
 
+// Log records of the private thread, kept for the calling thread: the
+// caller's callback must not run on a thread inside the detached netns. A
+// runtime may start a thread of its own from inside a callback, cloned
+// from the calling thread and so in its netns: Go does (a cgo callback
+// can start an M that way), and rootlesskit then now and then ran the
+// command of --detach-netns inside the detached netns.
+class HeldLog {
+public:
+    Logger logger() { return Logger(&HeldLog::hold, this); }
+    void replay(const Logger &to) const {
+        for (const auto &[level, msg] : records_) to.log(level, msg);
+    }
+
+private:
+    static void hold(void *self, int32_t level, const char *msg) noexcept {
+        try {
+            static_cast<HeldLog *>(self)->records_.emplace_back(level, msg);
+        } catch (...) { // out of memory: the record is lost, not the set-up
+        }
+    }
+    std::vector<std::pair<int32_t, std::string>> records_;
+};
+
 } // namespace
 
 std::string configure_child(const ChildSetup &setup,
@@ -140,19 +166,22 @@ std::string configure_child(const ChildSetup &setup,
     UniqueFd ns(::open(detached_netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!ns) throw_errno("open network namespace " + detached_netns_path);
     // setns affects only the calling thread, so a private thread keeps the
-    // caller's namespace untouched; it exits when done.
+    // caller's namespace untouched; it exits when done, and its log records
+    // reach the caller's callback from this thread then.
     std::string result;
     std::exception_ptr failure;
+    HeldLog held;
     std::thread worker([&] {
         try {
             if (::setns(ns.get(), CLONE_NEWNET) < 0)
                 throw_errno("enter network namespace " + detached_netns_path);
-            result = configure_here(setup, log, link_only);
+            result = configure_here(setup, held.logger(), link_only);
         } catch (...) {
             failure = std::current_exception();
         }
     });
     worker.join();
+    held.replay(log);
     if (failure) std::rethrow_exception(failure);
     return result;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,30 @@ void test_log_line(void *user, int32_t level, const char *msg) {
     FILE *out = user;
     fprintf(out, "rknp %s: %s\n", level >= 0 && level <= 3 ? names[level] : "?", msg);
     fflush(out);
+}
+
+/* The child side's log callback must run on the thread that called
+ * rknp_child_configure, in its network namespace, also when the library
+ * enters a detached netns: a runtime may clone a thread of its own from
+ * inside a callback (Go does), and that thread would be in the detached
+ * netns. The child process counts the calls that were not. */
+static struct {
+    rknp_log_fn fn;
+    void *user;
+    pid_t tid;
+    ino_t netns;
+    int strays;
+} child_log;
+
+static ino_t thread_netns(void) {
+    struct stat st;
+    return stat("/proc/thread-self/ns/net", &st) == 0 ? st.st_ino : 0;
+}
+
+static void checked_log(void *user, int32_t level, const char *msg) {
+    (void)user;
+    if (gettid() != child_log.tid || thread_netns() != child_log.netns) child_log.strays++;
+    if (child_log.fn != NULL) child_log.fn(child_log.user, level, msg);
 }
 
 static int read_full(int fd, void *buf, size_t len) {
@@ -103,11 +128,17 @@ static void run_child(int from_parent, int to_parent, const char *prog,
     rknp_child_options opts;
     rknp_child_options_init(&opts, sizeof opts);
     opts.detached_netns_path = netns;
-    opts.log_fn = log;
-    opts.log_user_data = log_user;
+    child_log.fn = log;
+    child_log.user = log_user;
+    child_log.tid = gettid();
+    child_log.netns = thread_netns();
+    opts.log_fn = checked_log;
     rknp_error *err = NULL;
     if (rknp_child_configure(kv, count, &opts, NULL, 0, &err) != RKNP_OK)
         child_fail(prog, "child side", rknp_error_message(err));
+    if (child_log.strays > 0)
+        child_fail(prog, "child side", "the log callback ran on another thread or in "
+                                       "another network namespace");
     free(blob);
     free(kv);
     execvp(argv[0], argv);
