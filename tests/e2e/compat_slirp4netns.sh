@@ -40,6 +40,7 @@ e2e_scratch s4n
 install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
 install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
 install -m 0755 "$E2E_DIR/compat_slirp4netns_helper.py" "$SCRATCH/bin/helper.py"
+install -m 0755 "$E2E_DIR/reach_back_prober.py" "$SCRATCH/bin/reach_back_prober.py"
 S4N=$SCRATCH/bin/rknp-slirp4netns
 RK=/usr/bin/rootlesskit
 HELPER=$SCRATCH/bin/helper.py
@@ -369,6 +370,62 @@ case_podman_style() {
     expect "exit status 0" "^exit=0\$" "$out"
 }
 
+# 10c. A container's root that sees the host's pids cannot reach back into
+# the command: every process of it (the main one and the hand-over child,
+# whose short window the prober races: runs repeat until it has seen two)
+# refuses /proc/PID/root, /proc/PID/environ and PTRACE_ATTACH for the whole
+# run, with and without the sandbox. The reference slirp4netns has the
+# hole: its run must show the prober reaching it (proof that the probe
+# works here).
+case_no_reach_back() {
+    local d="$SCRATCH/tmp/reach-$1" out prober="$SCRATCH/bin/reach_back_prober.py"
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    # shellcheck disable=SC2016 # expanded by the shell inside
+    as_user bash -c '
+        bin=$1 prober=$2 d=$3
+        comm=$(basename "$bin" | cut -c1-15)
+        touch "$d/seen"
+        unshare -r -n python3 "$prober" probe "$comm" "$d/stop" "$d/report.json" "$d/seen" & t=$!
+        for i in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+        for mode in plain sandbox; do
+            opts=()
+            [ "$mode" = sandbox ] && opts=(--enable-sandbox --enable-seccomp)
+            children=0
+            for i in $(seq 20); do
+                "$bin" -c "${opts[@]}" "$t" "tap$i" >"$d/$mode.$i.log" 2>&1 & p=$!
+                echo "$p $mode" >>"$d/mains"
+                for j in $(seq 100); do grep -q "^Starting slirp" "$d/$mode.$i.log" && break; sleep 0.05; done
+                sleep 0.3
+                kill "$p"; wait "$p" 2>/dev/null
+                grep -q " $p\$" "$d/seen" && children=$((children + 1))
+                [ "$children" -ge 2 ] && [ "$i" -ge 3 ] && break
+            done
+        done
+        touch "$d/stop"; wait "$t"
+    ' _ "$(drv_bin "$1")" "$prober" "$d"
+    out=$("$PY" "$prober" summary "$d/report.json" "$d/mains")
+    echo "$out"
+    local mode role
+    for mode in plain sandbox; do
+        for role in main child; do
+            expect "the prober saw the $role process ($mode)" "^$mode $role: [1-9][0-9]* processes" "$out"
+        done
+    done
+    if [ "$1" = plugin ]; then
+        if grep -v "reached root 0, environ 0, ptrace 0\$" <<<"$out"; then
+            echo "a container reached into rknp-slirp4netns"; return 1
+        fi
+        echo "ok nothing reached"
+    else
+        expect "the probe works: it reaches the reference's hand-over child" \
+            "^plain child: .*reached root [1-9]" "$out"
+        expect "the probe works: it attaches to the reference's sandboxed main process" \
+            "^sandbox main: .*ptrace [1-9]" "$out"
+    fi
+}
+
 # 11. Upstream rootlesskit v3 (built from the Go module proxy, pinned):
 # the same fetch and port driver, and --detach-netns, where rootlesskit
 # passes --netns-type=path with --userns-path (and refuses the sandbox).
@@ -390,7 +447,7 @@ case_v3_detach_netns() {
 }
 
 V3_CASES="v3_http v3_port_driver v3_detach_netns"
-ALL_CASES="cli http_host_loopback no_sandbox disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 exit_code port_driver sandbox api direct_configure outbound_addr podman_style $V3_CASES"
+ALL_CASES="cli http_host_loopback no_sandbox disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 exit_code port_driver sandbox api direct_configure outbound_addr podman_style no_reach_back $V3_CASES"
 CASES=${S4N_CASES:-$ALL_CASES}
 RK3=${S4N_RK3:-}
 RK3_VERSION=v3.3.0

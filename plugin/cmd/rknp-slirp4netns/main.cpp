@@ -196,6 +196,9 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
 }
 
 Outcome run(int argc, char *argv[]) {
+    // Before anything else: the child half forked below inherits it, and
+    // both enter namespaces the container controls.
+    stay_undumpable();
     Options o = parse_args(argc, argv);
     NetworkConfig netcfg(o);
     rknp_config cfg = netcfg.get();

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Namespace paths of the target (PID or --netns-type=path, --userns-path)
-// and entering them with setns(2), as slirp4netns does.
+// and entering them with setns(2), as slirp4netns does, without letting
+// the target's processes reach back into this one.
 #include "namespaces.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,7 +39,15 @@ UniqueFd open_ns(const std::string &path) {
 
 } // namespace
 
+void stay_undumpable() {
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        throw sys_failure("prctl(PR_SET_DUMPABLE, 0)");
+    if (::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+        throw Failure("the process is still dumpable");
+}
+
 void enter_user_and_net(const TargetNamespaces &ns) {
+    stay_undumpable();
     UniqueFd net = open_ns(ns.netns);
     UniqueFd user;
     if (ns.userns) user = open_ns(*ns.userns);
@@ -48,14 +58,17 @@ void enter_user_and_net(const TargetNamespaces &ns) {
                      ns.userns->c_str(), std::strerror(errno));
     if (::setns(net.get(), CLONE_NEWNET) < 0)
         throw sys_failure("setns(CLONE_NEWNET, " + ns.netns + ")");
+    stay_undumpable();
 }
 
 void enter_user_as_root(const std::string &userns) {
+    stay_undumpable();
     UniqueFd user = open_ns(userns);
     if (::setns(user.get(), CLONE_NEWUSER) < 0)
         throw sys_failure("setns(CLONE_NEWUSER, " + userns + ")");
     if (::setegid(0) < 0) throw sys_failure("setegid(0)");
     if (::seteuid(0) < 0) throw sys_failure("seteuid(0)");
+    stay_undumpable();
 }
 
 } // namespace s4n

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Namespace paths of the target (PID or --netns-type=path, --userns-path)
-// and entering them with setns(2), as slirp4netns does.
+// and entering them with setns(2), as slirp4netns does, without letting
+// the target's processes reach back into this one.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +21,15 @@ struct TargetNamespaces {
 
 // /proc/PID/ns/{user,net}, or the paths given on the command line.
 TargetNamespaces target_namespaces(const Options &o);
+
+// Marks the process non-dumpable (PR_SET_DUMPABLE 0) and checks it took.
+// A process that joins a user namespace the container owns passes the
+// kernel's ptrace uid check from inside it (container root is the same
+// user): only a non-dumpable mm makes /proc/PID/{root,environ,mem} and
+// PTRACE_ATTACH need CAP_SYS_PTRACE in the host's user namespace. main()
+// calls it first; the functions below call it again after every change
+// of credentials, since commit_creds may reset the flag. Throws Failure.
+void stay_undumpable();
 
 // Enters the user namespace (a failure there is not fatal, as in
 // slirp4netns: the caller may already be in it) and then the network

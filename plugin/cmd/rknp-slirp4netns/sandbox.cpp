@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "errors.hpp"
+#include "namespaces.hpp"
 #include "unique_fd.hpp"
 
 namespace s4n {
@@ -98,6 +99,7 @@ void drop_capabilities() {
     data[0].effective = data[0].permitted = data[0].inheritable =
         1u << CAP_NET_BIND_SERVICE;
     if (::syscall(SYS_capset, &hdr, data) < 0) throw sys_failure("capset");
+    stay_undumpable(); // a change of credentials: checked again
 }
 
 } // namespace
