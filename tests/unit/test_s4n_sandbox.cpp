@@ -27,9 +27,9 @@
 #include <thread>
 
 #include "../unit/temp_dir.hpp"
-#include "cmd/rknp-slirp4netns/errors.hpp"
-#include "cmd/rknp-slirp4netns/sandbox.hpp"
-#include "cmd/rknp-slirp4netns/seccomp_filter.hpp"
+#include "cmd/common/errors.hpp"
+#include "cmd/common/sandbox.hpp"
+#include "cmd/common/seccomp_filter.hpp"
 
 namespace {
 
@@ -95,7 +95,7 @@ uint32_t effective_caps() {
 
 TEST_CASE("seccomp: exec kills the process") {
     int st = in_child([] {
-        s4n::enable_seccomp();
+        cmd::enable_seccomp();
         try_exec("/bin/true");
         return 1;
     });
@@ -104,13 +104,13 @@ TEST_CASE("seccomp: exec kills the process") {
 
 TEST_CASE("seccomp: creating a namespace kills the process") {
     int st = in_child([] {
-        s4n::enable_seccomp();
+        cmd::enable_seccomp();
         ::unshare(CLONE_NEWUSER);
         return 1;
     });
     CHECK_MESSAGE(killed_by(st, SIGSYS), "status ", exit_code(st));
     st = in_child([] {
-        s4n::enable_seccomp();
+        cmd::enable_seccomp();
         ::syscall(SYS_setns, -1, 0);
         return 1;
     });
@@ -119,7 +119,7 @@ TEST_CASE("seccomp: creating a namespace kills the process") {
 
 TEST_CASE("seccomp: what the stack needs still works") {
     int st = in_child([] {
-        s4n::enable_seccomp();
+        cmd::enable_seccomp();
         return stack_calls_work() ? kAllGood : 1;
     });
     CHECK(exit_code(st) == kAllGood);
@@ -139,7 +139,7 @@ TEST_CASE("sandbox: no host files, no exec, writes only to the state dir") {
     std::filesystem::copy_file("/bin/true", state.path() + "/true");
     std::string st_dir = state.path();
     int st = in_child([&] {
-        s4n::create_sandbox(st_dir);
+        cmd::create_sandbox(st_dir);
         if (::open((outside + "/secret").c_str(), O_RDONLY) >= 0 || errno != ENOENT) return 10;
         if (::open("/usr/bin/true", O_RDONLY) >= 0) return 11;
         if (::open("/etc/passwd", O_RDONLY) < 0) return 12; // /etc is kept (resolv.conf)
@@ -169,8 +169,8 @@ TEST_CASE("sandbox and seccomp together, as rknp-slirp4netns runs: exec kills") 
     std::filesystem::copy_file("/bin/true", state.path() + "/true");
     std::string st_dir = state.path();
     int st = in_child([&] {
-        s4n::create_sandbox(st_dir);
-        s4n::enable_seccomp();
+        cmd::create_sandbox(st_dir);
+        cmd::enable_seccomp();
         try_exec((st_dir + "/true").c_str());
         return 1;
     });

@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
-#include "monotonic.hpp"
-#include "rknp_handle.hpp"
+#include "cmd/common/errors.hpp"
+#include "cmd/common/monotonic.hpp"
+#include "cmd/common/rknp_handle.hpp"
 
 namespace s4n {
 
@@ -184,17 +184,17 @@ ApiSocket::ApiSocket(const std::string &path, rknp_parent *parent,
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path)
-        throw Failure("the specified API socket path is too long (>= " +
+        throw cmd::Failure("the specified API socket path is too long (>= " +
                       std::to_string(sizeof addr.sun_path) + ")");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     ::unlink(path.c_str()); // avoid EADDRINUSE, as slirp4netns
     listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!listen_) throw sys_failure("api socket: socket");
+    if (!listen_) throw cmd::sys_failure("api socket: socket");
     if (::bind(listen_.get(), reinterpret_cast<sockaddr *>(&addr),
                sizeof addr) < 0)
-        throw sys_failure("api socket: bind " + path);
+        throw cmd::sys_failure("api socket: bind " + path);
     if (::listen(listen_.get(), 16) < 0)
-        throw sys_failure("api socket: listen");
+        throw cmd::sys_failure("api socket: listen");
 }
 
 ApiSocket::~ApiSocket() {
@@ -204,7 +204,7 @@ ApiSocket::~ApiSocket() {
 }
 
 void ApiSocket::serve_one() {
-    UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    cmd::UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn) {
         std::perror("api_handler: accept");
         return;
@@ -212,10 +212,10 @@ void ApiSocket::serve_one() {
     // Read until EOF, a complete JSON value, the size limit or a deadline,
     // so neither split writes nor an idle client wedge the process.
     std::string buf;
-    long start = now_ms();
+    long start = cmd::now_ms();
     Json probe;
     for (;;) {
-        long elapsed = now_ms() - start;
+        long elapsed = cmd::now_ms() - start;
         pollfd p{conn.get(), POLLIN, 0};
         int r = ::poll(&p, 1, int(std::max(0L, kReadTimeoutMs - elapsed)));
         if (r < 0 && errno == EINTR) continue;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "rknp.h"
-#include "unique_fd.hpp"
+#include "cmd/common/unique_fd.hpp"
 
 namespace s4n {
 
@@ -46,7 +46,7 @@ private:
 class ApiSocket {
 public:
     ApiSocket(const std::string &path, rknp_parent *parent,
-              std::string default_guest); // throws Failure
+              std::string default_guest); // throws cmd::Failure
     ~ApiSocket();
     ApiSocket(const ApiSocket &) = delete;
     ApiSocket &operator=(const ApiSocket &) = delete;
@@ -58,7 +58,7 @@ public:
 
 private:
     std::string path_;
-    UniqueFd listen_;
+    cmd::UniqueFd listen_;
     HostFwdApi api_;
 };
 

@@ -22,18 +22,18 @@
 #include <vector>
 
 #include "api_socket.hpp"
-#include "child_process.hpp"
+#include "cmd/common/child_process.hpp"
 #include "cli.hpp"
-#include "errors.hpp"
-#include "monotonic.hpp"
-#include "namespaces.hpp"
+#include "cmd/common/errors.hpp"
+#include "cmd/common/monotonic.hpp"
+#include "cmd/common/namespaces.hpp"
 #include "network_config.hpp"
 #include "rknp.h"
-#include "rknp_handle.hpp"
-#include "sandbox.hpp"
-#include "seccomp_filter.hpp"
-#include "state_dir.hpp"
-#include "unique_fd.hpp"
+#include "cmd/common/rknp_handle.hpp"
+#include "cmd/common/sandbox.hpp"
+#include "cmd/common/seccomp_filter.hpp"
+#include "cmd/common/state_dir.hpp"
+#include "cmd/common/unique_fd.hpp"
 
 namespace s4n {
 
@@ -57,15 +57,15 @@ void log_to_stderr(void *user, int32_t level, const char *msg) {
 
 // SIGTERM, SIGINT and SIGHUP arrive on a signalfd; blocked here before any
 // thread exists, so every thread inherits the mask.
-UniqueFd block_signals() {
+cmd::UniqueFd block_signals() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw sys_failure("sigprocmask");
-    UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd) throw sys_failure("signalfd");
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw cmd::sys_failure("sigprocmask");
+    cmd::UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd) throw cmd::sys_failure("signalfd");
     ::signal(SIGPIPE, SIG_IGN);
     return fd;
 }
@@ -120,7 +120,7 @@ std::vector<std::pair<std::string, std::string>> opaque_pairs(rknp_parent *p) {
     for (uint32_t i = 0; i < n; i++) {
         const char *k = nullptr, *v = nullptr;
         rknp_error *err = nullptr;
-        check(rknp_parent_opaque_get(p, i, &k, &v, &err), err,
+        cmd::check(rknp_parent_opaque_get(p, i, &k, &v, &err), err,
               "rknp_parent_opaque_get");
         kv.emplace_back(k, v);
     }
@@ -134,9 +134,9 @@ struct Outcome {
 
 // Waits for the child half to hand the tap over. Returns an outcome when
 // the program must stop instead.
-std::optional<Outcome> wait_for_child(ChildProcess &child, int sigfd,
+std::optional<Outcome> wait_for_child(cmd::ChildProcess &child, int sigfd,
                                       int exit_fd) {
-    long deadline = now_ms() + kChildTimeoutMs;
+    long deadline = cmd::now_ms() + kChildTimeoutMs;
     for (;;) {
         int ws = 0;
         if (child.try_reap(&ws)) {
@@ -150,13 +150,13 @@ std::optional<Outcome> wait_for_child(ChildProcess &child, int sigfd,
             }
             return std::nullopt;
         }
-        if (now_ms() > deadline) {
+        if (cmd::now_ms() > deadline) {
             std::fprintf(stderr, "child failed(timeout handing over the tap)\n");
             return Outcome{EXIT_FAILURE, 0};
         }
         pollfd fds[2] = {{sigfd, POLLIN, 0}, {exit_fd, POLLIN, 0}};
         int r = ::poll(fds, exit_fd >= 0 ? 2 : 1, 10);
-        if (r < 0 && errno != EINTR) throw sys_failure("poll");
+        if (r < 0 && errno != EINTR) throw cmd::sys_failure("poll");
         if (r > 0 && (fds[0].revents & POLLIN)) {
             if (int sig = read_signal(sigfd)) return Outcome{0, sig};
         }
@@ -182,7 +182,7 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
         int r = ::poll(fds.data(), fds.size(), -1);
         if (r < 0) {
             if (errno == EINTR) continue;
-            throw sys_failure("poll");
+            throw cmd::sys_failure("poll");
         }
         if (fds[0].revents & POLLIN) {
             if (int sig = read_signal(sigfd)) return Outcome{0, sig};
@@ -198,7 +198,7 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
 Outcome run(int argc, char *argv[]) {
     // Before anything else: the child half forked below inherits it, and
     // both enter namespaces the container controls.
-    stay_undumpable();
+    cmd::stay_undumpable();
     Options o = parse_args(argc, argv);
     NetworkConfig netcfg(o);
     rknp_config cfg = netcfg.get();
@@ -206,20 +206,20 @@ Outcome run(int argc, char *argv[]) {
     cfg.log_fn = log_to_stderr;
     cfg.log_user_data = debug ? reinterpret_cast<void *>(1) : nullptr;
 
-    StateDir state; // declared first: removed after the parent is closed
+    cmd::StateDir state("rknp-slirp4netns"); // declared first: removed after the parent is closed
     rknp_parent *raw = nullptr;
     rknp_error *err = nullptr;
-    check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
-    ParentPtr parent(raw);
+    cmd::check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
+    cmd::ParentPtr parent(raw);
     rknp_network net{};
     net.struct_size = sizeof net;
-    check(rknp_parent_network(parent.get(), &net, &err), err,
+    cmd::check(rknp_parent_network(parent.get(), &net, &err), err,
           "rknp_parent_network");
 
     // Fork first: setns(CLONE_NEWUSER) and a safe fork both need a
     // single-threaded process; the stack thread starts only later.
-    ChildPlan plan;
-    plan.ns = target_namespaces(o);
+    cmd::ChildPlan plan;
+    plan.ns = cmd::target_namespaces(o.target_pid, o.netns_path, o.userns_path);
     plan.configure = o.configure;
     plan.network = net;
     // Once the tap is handed over nothing needs the socket: the child
@@ -227,7 +227,7 @@ Outcome run(int argc, char *argv[]) {
     // rootlesskit stops slirp4netns) or only sees it through the sandbox.
     plan.remove_dir = state.path();
     plan.close_fds = {o.ready_fd, o.exit_fd};
-    ChildProcess child(plan);
+    cmd::ChildProcess child(plan);
     if (!o.configure)
         std::printf("NOTE: without --configure the tap is left without an "
                     "address (rknp sets link up, MTU and offloads)\n");
@@ -235,25 +235,25 @@ Outcome run(int argc, char *argv[]) {
     std::optional<ApiSocket> api;
     if (o.api_socket)
         api.emplace(*o.api_socket, parent.get(), netcfg.recommended_guest());
-    UniqueFd sigfd = block_signals();
+    cmd::UniqueFd sigfd = block_signals();
 
     if (o.enable_sandbox) {
         if (::geteuid() != 0) {
             if (!plan.ns.userns)
-                throw Failure("--enable-sandbox needs the target's user "
+                throw cmd::Failure("--enable-sandbox needs the target's user "
                               "namespace (--userns-path) when not root");
-            enter_user_as_root(*plan.ns.userns);
+            cmd::enter_user_as_root(*plan.ns.userns);
         }
-        create_sandbox(state.path());
+        cmd::create_sandbox(state.path());
     }
-    if (o.enable_seccomp) enable_seccomp();
+    if (o.enable_seccomp) cmd::enable_seccomp();
 
-    check(rknp_parent_start(parent.get(), state.path().c_str(), child.pid(),
+    cmd::check(rknp_parent_start(parent.get(), state.path().c_str(), child.pid(),
                             &err),
           err, "rknp_parent_start");
     try {
         child.send_opaque(opaque_pairs(parent.get()));
-    } catch (const Failure &f) {
+    } catch (const cmd::Failure &f) {
         // Most likely the child failed to enter the namespaces and exited:
         // wait_for_child reports its status, the way slirp4netns does.
         std::fprintf(stderr, "%s\n", f.what());
@@ -262,8 +262,8 @@ Outcome run(int argc, char *argv[]) {
 
     rknp_stats stats{};
     stats.struct_size = sizeof stats;
-    check(rknp_parent_stats(parent.get(), &stats, &err), err, "rknp_parent_stats");
-    if (!stats.tap_attached) throw Failure("the tap was not handed over");
+    cmd::check(rknp_parent_stats(parent.get(), &stats, &err), err, "rknp_parent_stats");
+    if (!stats.tap_attached) throw cmd::Failure("the tap was not handed over");
     print_banner(net, o, cfg.enable_dhcp);
 
     if (o.ready_fd >= 0) {
@@ -288,7 +288,7 @@ int main(int argc, char *argv[]) {
     s4n::Outcome out;
     try {
         out = s4n::run(argc, argv);
-    } catch (const s4n::Failure &f) {
+    } catch (const cmd::Failure &f) {
         // Bare, as slirp4netns prints its errors.
         std::fprintf(stderr, "%s\n", f.what());
         std::fflush(nullptr);

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "errors.hpp"
+#include "cmd/common/errors.hpp"
 
 namespace s4n {
 
@@ -38,18 +38,18 @@ uint32_t parse_cidr(const std::string &cidr, int &prefix) {
     for (char c : net) dots += c == '.';
     if (slash == std::string::npos || dots != 3 || !all_digits(len) ||
         len.size() > 2 || net.size() > 15)
-        throw Failure("invalid CIDR: " + cidr);
+        throw cmd::Failure("invalid CIDR: " + cidr);
     in_addr a{};
     if (inet_pton(AF_INET, net.c_str(), &a) != 1)
-        throw Failure("invalid network address: " + net);
+        throw cmd::Failure("invalid network address: " + net);
     prefix = std::stoi(len);
     if (prefix < kPrefixMin || prefix > kPrefixMax)
-        throw Failure("prefix length needs to be " + std::to_string(kPrefixMin) +
+        throw cmd::Failure("prefix length needs to be " + std::to_string(kPrefixMin) +
                       "-" + std::to_string(kPrefixMax));
     uint32_t host = ntohl(a.s_addr);
     uint32_t mask = ~((uint32_t(1) << (32 - prefix)) - 1);
     if ((host & mask) != host)
-        throw Failure("CIDR needs to be a network address like 10.0.2.0/24, "
+        throw cmd::Failure("CIDR needs to be a network address like 10.0.2.0/24, "
                       "not like 10.0.2.100/24");
     return host;
 }
@@ -67,7 +67,7 @@ std::string parse_mac(const std::string &s) {
     char tail;
     if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1],
                     &b[2], &b[3], &b[4], &b[5], &tail) != 6)
-        throw Failure("\"" + s + "\" is an invalid MAC address.\n"
+        throw cmd::Failure("\"" + s + "\" is an invalid MAC address.\n"
                       "macaddress has to be a valid MAC address (hex string, "
                       "6 bytes, each byte separated by a ':').");
     char out[18];
@@ -83,7 +83,7 @@ std::string address_or_interface(const std::string &v, int af,
     unsigned char buf[sizeof(in6_addr)];
     if (inet_pton(af, v.c_str(), buf) == 1) return v;
     ifaddrs *list = nullptr;
-    if (getifaddrs(&list) < 0) throw sys_failure("getifaddrs");
+    if (getifaddrs(&list) < 0) throw cmd::sys_failure("getifaddrs");
     std::unique_ptr<ifaddrs, void (*)(ifaddrs *)> guard(list, freeifaddrs);
     for (ifaddrs *i = list; i; i = i->ifa_next) {
         if (!i->ifa_addr || !i->ifa_name || i->ifa_addr->sa_family != af ||
@@ -99,14 +99,14 @@ std::string address_or_interface(const std::string &v, int af,
         inet_ntop(af, src, text, sizeof text);
         return text;
     }
-    throw Failure(message);
+    throw cmd::Failure(message);
 }
 
 } // namespace
 
 NetworkConfig::NetworkConfig(const Options &o) {
     rknp_status st = rknp_config_init(&cfg_, sizeof cfg_);
-    if (st != RKNP_OK) throw Failure("rknp_config_init failed");
+    if (st != RKNP_OK) throw cmd::Failure("rknp_config_init failed");
     int prefix = 0;
     cidr_ = o.cidr.value_or(kDefaultCidr);
     guest_ = format_ipv4(parse_cidr(cidr_, prefix) + kGuestOffset);

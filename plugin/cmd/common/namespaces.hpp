@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Namespace paths of the target (PID or --netns-type=path, --userns-path)
-// and entering them with setns(2), as slirp4netns does, without letting
-// the target's processes reach back into this one.
+// The target's namespaces (a PID's, or paths) and entering them with
+// setns(2), as slirp4netns and pasta do, without letting the target's
+// processes reach back into this one.
 #pragma once
 
 #include <sys/types.h>
@@ -10,17 +10,19 @@
 #include <optional>
 #include <string>
 
-#include "cli.hpp"
 
-namespace s4n {
+namespace cmd {
 
 struct TargetNamespaces {
     std::optional<std::string> userns; // none: stay in the caller's
     std::string netns;
 };
 
-// /proc/PID/ns/{user,net}, or the paths given on the command line.
-TargetNamespaces target_namespaces(const Options &o);
+// /proc/PID/ns/{user,net} (pid > 0), or the paths given on the command
+// line, each overriding its PID's.
+TargetNamespaces target_namespaces(pid_t pid,
+                                   const std::optional<std::string> &netns_path,
+                                   const std::optional<std::string> &userns_path);
 
 // Marks the process non-dumpable (PR_SET_DUMPABLE 0) and checks it took.
 // A process that joins a user namespace the container owns passes the
@@ -40,4 +42,4 @@ void enter_user_and_net(const TargetNamespaces &ns);
 // needs CAP_SYS_ADMIN there). Single-threaded only. Throws Failure.
 void enter_user_as_root(const std::string &userns);
 
-} // namespace s4n
+} // namespace cmd

@@ -5,10 +5,10 @@
 // bpf, keyrings, ...) and on any foreign-architecture system call.
 #pragma once
 
-namespace s4n {
+namespace cmd {
 
 // Loads the filter on the calling thread; threads created later inherit
 // it, so load it before rknp_parent_start. Throws Failure.
 void enable_seccomp();
 
-} // namespace s4n
+} // namespace cmd

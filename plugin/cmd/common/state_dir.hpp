@@ -6,11 +6,12 @@
 
 #include <string>
 
-namespace s4n {
+namespace cmd {
 
 class StateDir {
 public:
-    StateDir(); // throws Failure
+    // $TMPDIR (or /tmp)/PREFIX.XXXXXX; throws Failure.
+    explicit StateDir(const std::string &prefix);
     ~StateDir();
     StateDir(const StateDir &) = delete;
     StateDir &operator=(const StateDir &) = delete;
@@ -20,4 +21,4 @@ private:
     std::string path_;
 };
 
-} // namespace s4n
+} // namespace cmd

@@ -12,22 +12,22 @@
 
 #include "errors.hpp"
 
-namespace s4n {
+namespace cmd {
 
 namespace {
 
-// The socket path "<dir>/rknp.sock" must fit sockaddr_un.
-bool fits(const std::string &base) {
-    const size_t tail = sizeof("/rknp-slirp4netns.XXXXXX/rknp.sock");
+// The socket path "<base>/<prefix>.XXXXXX/rknp.sock" must fit sockaddr_un.
+bool fits(const std::string &base, const std::string &prefix) {
+    const size_t tail = prefix.size() + sizeof("/.XXXXXX/rknp.sock");
     return base.size() + tail <= sizeof(sockaddr_un{}.sun_path);
 }
 
 } // namespace
 
-StateDir::StateDir() {
+StateDir::StateDir(const std::string &prefix) {
     const char *tmp = std::getenv("TMPDIR");
-    std::string base = tmp && *tmp == '/' && fits(tmp) ? tmp : "/tmp";
-    std::string templ = base + "/rknp-slirp4netns.XXXXXX";
+    std::string base = tmp && *tmp == '/' && fits(tmp, prefix) ? tmp : "/tmp";
+    std::string templ = base + "/" + prefix + ".XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (::mkdtemp(buf.data()) == nullptr)
@@ -42,4 +42,4 @@ StateDir::~StateDir() {
     ::rmdir(path_.c_str());
 }
 
-} // namespace s4n
+} // namespace cmd

@@ -16,7 +16,7 @@
 
 #include "errors.hpp"
 
-namespace s4n {
+namespace cmd {
 
 namespace {
 
@@ -105,4 +105,4 @@ void enable_seccomp() {
                              "blocked:%s\n", skipped.c_str());
 }
 
-} // namespace s4n
+} // namespace cmd

@@ -8,11 +8,11 @@
 
 #include <string>
 
-namespace s4n {
+namespace cmd {
 
 // Needs CAP_SYS_ADMIN in the caller's user namespace (enter_user_as_root
 // first when not root) and a single-threaded process. state_dir stays
 // reachable at the same path. Throws Failure.
 void create_sandbox(const std::string &state_dir);
 
-} // namespace s4n
+} // namespace cmd

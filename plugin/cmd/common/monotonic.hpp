@@ -7,7 +7,7 @@
 
 #include <time.h>
 
-namespace s4n {
+namespace cmd {
 
 inline long now_ms() {
     timespec t{};
@@ -15,4 +15,4 @@ inline long now_ms() {
     return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-} // namespace s4n
+} // namespace cmd

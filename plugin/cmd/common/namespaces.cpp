@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Namespace paths of the target (PID or --netns-type=path, --userns-path)
-// and entering them with setns(2), as slirp4netns does, without letting
-// the target's processes reach back into this one.
+// The target's namespaces (a PID's, or paths) and entering them with
+// setns(2), as slirp4netns and pasta do, without letting the target's
+// processes reach back into this one.
 #include "namespaces.hpp"
 
 #include <fcntl.h>
@@ -16,15 +16,17 @@
 #include "errors.hpp"
 #include "unique_fd.hpp"
 
-namespace s4n {
+namespace cmd {
 
-TargetNamespaces target_namespaces(const Options &o) {
+TargetNamespaces target_namespaces(pid_t pid,
+                                   const std::optional<std::string> &netns_path,
+                                   const std::optional<std::string> &userns_path) {
     TargetNamespaces ns;
-    std::string proc = "/proc/" + std::to_string(o.target_pid) + "/ns/";
-    ns.netns = o.netns_path ? *o.netns_path : proc + "net";
-    if (o.userns_path)
-        ns.userns = *o.userns_path;
-    else if (o.target_pid > 0)
+    std::string proc = "/proc/" + std::to_string(pid) + "/ns/";
+    ns.netns = netns_path ? *netns_path : proc + "net";
+    if (userns_path)
+        ns.userns = *userns_path;
+    else if (pid > 0)
         ns.userns = proc + "user";
     return ns;
 }
@@ -54,8 +56,8 @@ void enter_user_and_net(const TargetNamespaces &ns) {
     // EINVAL: already in it (or the caller owns the netns anyway); a real
     // lack of privilege shows up as the netns setns failing below.
     if (user && ::setns(user.get(), CLONE_NEWUSER) < 0 && errno != EINVAL)
-        std::fprintf(stderr, "rknp-slirp4netns: setns(CLONE_NEWUSER, %s): %s\n",
-                     ns.userns->c_str(), std::strerror(errno));
+        std::fprintf(stderr, "%s: setns(CLONE_NEWUSER, %s): %s\n",
+                     program_invocation_short_name, ns.userns->c_str(), std::strerror(errno));
     if (::setns(net.get(), CLONE_NEWNET) < 0)
         throw sys_failure("setns(CLONE_NEWNET, " + ns.netns + ")");
     stay_undumpable();
@@ -71,4 +73,4 @@ void enter_user_as_root(const std::string &userns) {
     stay_undumpable();
 }
 
-} // namespace s4n
+} // namespace cmd

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Error type of rknp-slirp4netns: a message for stderr plus the exit code
-// slirp4netns would use, and helpers that build one from errno.
+// Error type of rknp's commands: a message for stderr plus the exit code
+// the program they stand in for would use, and a helper that builds one
+// from errno.
 #pragma once
 
 #include <cerrno>
@@ -9,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace s4n {
+namespace cmd {
 
 class Failure : public std::runtime_error {
 public:
@@ -26,4 +27,4 @@ inline Failure sys_failure(const std::string &what, int err = errno) {
     return Failure(what + ": " + std::strerror(err));
 }
 
-} // namespace s4n
+} // namespace cmd

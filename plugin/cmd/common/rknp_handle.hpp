@@ -10,7 +10,7 @@
 #include "errors.hpp"
 #include "rknp.h"
 
-namespace s4n {
+namespace cmd {
 
 struct ErrorFree {
     void operator()(rknp_error *e) const { rknp_error_free(e); }
@@ -30,4 +30,4 @@ inline void check(rknp_status st, rknp_error *err, const std::string &what) {
         throw Failure(what + ": " + rknp_error_message(owned.get()));
 }
 
-} // namespace s4n
+} // namespace cmd

@@ -16,7 +16,7 @@
 #include "rknp.h"
 #include "unique_fd.hpp"
 
-namespace s4n {
+namespace cmd {
 
 struct ChildPlan {
     TargetNamespaces ns;
@@ -49,4 +49,4 @@ private:
     UniqueFd pipe_;
 };
 
-} // namespace s4n
+} // namespace cmd

@@ -26,7 +26,7 @@
 #include "namespaces.hpp"
 #include "unique_fd.hpp"
 
-namespace s4n {
+namespace cmd {
 
 namespace {
 
@@ -150,4 +150,4 @@ void create_sandbox(const std::string &state_dir) {
     drop_capabilities();
 }
 
-} // namespace s4n
+} // namespace cmd

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The core's header-only RAII fd owner, used here as s4n::UniqueFd (the
+// The core's header-only RAII fd owner, used here as cmd::UniqueFd (the
 // command links only the public ABI; this header has no library code).
 #pragma once
 
 #include "common/fd.hpp"
 
-namespace s4n {
+namespace cmd {
 using rknp::UniqueFd;
-} // namespace s4n
+} // namespace cmd

@@ -20,7 +20,7 @@
 
 #include "errors.hpp"
 
-namespace s4n {
+namespace cmd {
 
 namespace {
 
@@ -58,7 +58,8 @@ std::string read_string(int fd) {
 
 void log_to_stderr(void *, int32_t level, const char *msg) {
     if (level <= RKNP_LOG_INFO)
-        std::fprintf(stderr, "rknp-slirp4netns: child: %s\n", msg);
+        std::fprintf(stderr, "%s: child: %s\n",
+                     program_invocation_short_name, msg);
 }
 
 // Runs in the forked child; returns the exit code.
@@ -105,11 +106,13 @@ int run_child(const ChildPlan &plan, int pipe_fd) {
             ::unlink(sock.c_str());
             ::rmdir(plan.remove_dir.c_str());
         }
-        std::fprintf(stderr, "rknp-slirp4netns: tap %s handed over%s\n", dev,
+        std::fprintf(stderr, "%s: tap %s handed over%s\n",
+                     program_invocation_short_name, dev,
                      plan.configure ? " (configured)" : "");
         return 0;
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "rknp-slirp4netns: child: %s\n", e.what());
+        std::fprintf(stderr, "%s: child: %s\n",
+                     program_invocation_short_name, e.what());
         return 1;
     }
 }
@@ -173,4 +176,4 @@ bool ChildProcess::try_reap(int *wstatus) {
     return reaped_;
 }
 
-} // namespace s4n
+} // namespace cmd
