@@ -3,7 +3,9 @@
 // The child half: a process forked while the program is still
 // single-threaded, which enters the target's user and network namespaces,
 // waits for the parent's opaque pairs on a pipe, and hands the tap over with
-// rknp_child_configure (the library's own child side).
+// rknp_child_configure (the library's own child side). It can also open
+// files inside the namespace (/proc/thread-self/net/tcp reads the netns of
+// whoever opened it) and send them back.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +26,10 @@ struct ChildPlan {
     rknp_network network{};      // what rknp configures (for the removal)
     std::string remove_dir;      // non-empty: rm this state dir when done
     std::vector<int> close_fds;  // the parent's fds the child must not hold
+    // Opened read-only in the target's network namespace and sent back
+    // (take_netns_files), in this order; none: no return channel.
+    std::vector<std::string> netns_files;
+    bool quiet = false; // only errors and warnings on stderr
 };
 
 class ChildProcess {
@@ -43,10 +49,16 @@ public:
     // *wstatus).
     bool try_reap(int *wstatus);
 
+    // The plan's netns_files, once the child has sent them (call after it
+    // handed the tap over). Throws Failure if they did not come.
+    std::vector<UniqueFd> take_netns_files();
+
 private:
     pid_t pid_ = -1;
     bool reaped_ = false;
+    size_t netns_file_count_ = 0;
     UniqueFd pipe_;
+    UniqueFd files_; // SOCK_SEQPACKET from the child, one SCM_RIGHTS message
 };
 
 } // namespace cmd

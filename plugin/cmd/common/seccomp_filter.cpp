@@ -58,7 +58,7 @@ struct CtxFree {
 
 } // namespace
 
-void enable_seccomp() {
+void enable_seccomp(bool announce) {
     // KILL_PROCESS (API level 3, kernel 4.14) ends every thread at once.
     uint32_t kill = seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_KILL;
     // Allow by default and block explicitly, as slirp4netns: libslirp's
@@ -98,8 +98,9 @@ void enable_seccomp() {
         throw Failure(std::string("seccomp: clone3 rule: ") + std::strerror(-rc));
     if (int rc = seccomp_load(ctx.get()); rc != 0)
         throw Failure(std::string("seccomp: seccomp_load(): ") + std::strerror(-rc));
-    std::printf("seccomp: The following syscalls are blocked:%s clone(CLONE_NEW*) "
-                "clone3(ENOSYS)\n", blocked.c_str());
+    if (announce)
+        std::printf("seccomp: The following syscalls are blocked:%s "
+                    "clone(CLONE_NEW*) clone3(ENOSYS)\n", blocked.c_str());
     if (!skipped.empty())
         std::fprintf(stderr, "seccomp: WARNING: not known to libseccomp, not "
                              "blocked:%s\n", skipped.c_str());

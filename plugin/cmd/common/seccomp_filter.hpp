@@ -8,7 +8,8 @@
 namespace cmd {
 
 // Loads the filter on the calling thread; threads created later inherit
-// it, so load it before rknp_parent_start. Throws Failure.
-void enable_seccomp();
+// it, so load it before rknp_parent_start. announce: print the list of
+// blocked calls on stdout, as slirp4netns does. Throws Failure.
+void enable_seccomp(bool announce = true);
 
 } // namespace cmd

@@ -5,7 +5,6 @@
 #include "cli.hpp"
 
 #include <getopt.h>
-#include <seccomp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "rknp.h"
+#include "cmd/common/version.hpp"
 
 namespace s4n {
 
@@ -66,30 +65,11 @@ void usage(const char *argv0) {
     std::printf("-v, --version            show version and exit\n");
 }
 
-// "1.4.0 (libslirp 4.7.0)" -> "4.7.0"; "" when the format differs.
-std::string libslirp_version(const std::string &lib) {
-    const std::string tag = "(libslirp ";
-    auto at = lib.find(tag);
-    if (at == std::string::npos) return "";
-    auto end = lib.find(')', at);
-    return lib.substr(at + tag.size(), end == std::string::npos
-                                           ? std::string::npos
-                                           : end - at - tag.size());
-}
-
 // Machine-parsable like slirp4netns' (and runc's) --version.
 void version() {
-    const std::string lib = rknp_library_version();
-    const std::string rknp_ver = lib.substr(0, lib.find(' '));
-    uint32_t abi = rknp_abi_version();
     std::printf("rknp-slirp4netns version %s (slirp4netns 1.2 compatible, "
-                "on rknp)\n", rknp_ver.c_str());
-    std::printf("rknp: %s\n", lib.c_str());
-    std::printf("rknp ABI: %u.%u\n", abi >> 16, abi & 0xffff);
-    std::string slirp = libslirp_version(lib);
-    if (!slirp.empty()) std::printf("libslirp: %s\n", slirp.c_str());
-    if (const scmp_version *v = seccomp_version())
-        std::printf("libseccomp: %u.%u.%u\n", v->major, v->minor, v->micro);
+                "on rknp)\n", cmd::rknp_version());
+    cmd::print_library_versions();
 }
 
 [[noreturn]] void usage_error(const char *argv0) {

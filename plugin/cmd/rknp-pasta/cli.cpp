@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Command line of rknp-pasta (see cli.hpp).
+#include "cli.hpp"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cmd/common/version.hpp"
+
+namespace pasta {
+
+namespace {
+
+void usage(const char *argv0) {
+    std::printf(
+        "Usage: %s [OPTION]... PID\n"
+        "       %s [OPTION]... --netns PATH|NAME\n"
+        "pasta-compatible user-mode networking for an existing network\n"
+        "namespace, on rknp (libslirp and rknp's TCP/UDP fast paths).\n\n"
+        "  -d, --debug             be verbose\n"
+        "      --trace             the same as --debug\n"
+        "  -q, --quiet             don't print informational messages\n"
+        "  -f, --foreground        don't run in background\n"
+        "  -e, --stderr            log to stderr too (until in background)\n"
+        "  -l, --log-file PATH     log (only) to PATH\n"
+        "  -h, --help              display this help message and exit\n"
+        "      --version           show version and exit\n"
+        "  -P, --pid FILE          write the background process's PID to FILE\n"
+        "  -I, --ns-ifname NAME    namespace interface name (default tap0)\n"
+        "  -m, --mtu MTU           interface MTU, 68-65520 (default 65520)\n"
+        "  -a, --address ADDR      namespace IPv4 address, the 100th of its\n"
+        "                          network (default 10.0.2.100), or IPv6 in\n"
+        "                          fd00::/64\n"
+        "  -n, --netmask MASK      IPv4 netmask, dot-decimal or bits\n"
+        "  -g, --gateway ADDR      gateway, the 2nd address of the network\n"
+        "      --dns-forward ADDR  forward DNS queries sent to ADDR (the 3rd\n"
+        "                          address of the network, or fd00::3) to the\n"
+        "                          host's resolvers; none: no DNS forwarder\n"
+        "  -o, --outbound ADDR     bind outbound sockets to ADDR\n"
+        "      --ns-mac-addr ADDR  MAC address of the namespace interface\n"
+        "      --no-map-gw         don't map the gateway address to the host\n"
+        "  -4, --ipv4-only         IPv4 only (default: IPv6 too)\n"
+        "      --config-net        configure the interface (address, route,\n"
+        "                          link up); else it is left to DHCP/SLAAC\n"
+        "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
+        "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
+        "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M\n"
+        "                          (default auto: what the namespace binds,\n"
+        "                          rescanned every second)\n"
+        "  -u, --udp-ports SPEC    the same for UDP\n"
+        "  -T, --tcp-ns SPEC       from the namespace's loopback: none only\n"
+        "  -U, --udp-ns SPEC       the same for UDP: none only\n"
+        "      --userns PATH       user namespace to join (default: PID's)\n"
+        "      --netns PATH|NAME   network namespace to join (NAME: /run/netns)\n"
+        "      --netns-only        join only the network namespace\n"
+        "      --no-netns-quit     don't exit when the namespace is deleted\n",
+        argv0, argv0);
+}
+
+void version() {
+    std::printf("rknp-pasta %s (pasta compatible, on rknp)\n",
+                cmd::rknp_version());
+    cmd::print_library_versions();
+}
+
+[[noreturn]] void usage_error(const std::string &msg) {
+    std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, msg.c_str());
+    std::exit(EXIT_FAILURE);
+}
+
+bool parse_unsigned(const char *s, unsigned long max, unsigned long &out) {
+    char *end = nullptr;
+    errno = 0;
+    out = std::strtoul(s, &end, 10);
+    return errno == 0 && end != s && *end == '\0' && *s != '-' && out <= max;
+}
+
+enum : int {
+    kTrace = 1000,
+    kVersion,
+    kDnsForward,
+    kNsMacAddr,
+    kNoMapGw,
+    kConfigNet,
+    kUserns,
+    kNetns,
+    kNetnsOnly,
+    kNoNetnsQuit,
+    kUnsupported, // pasta's, not honoured: refused by name
+};
+
+// pasta options rknp-pasta refuses by name (they exist in pasta, so an
+// "unrecognized option" would mislead). --map-guest-addr,
+// --map-host-loopback and --host-lo-to-ns-lo are left unrecognized on
+// purpose: Podman retries without --map-guest-addr on getopt's text, and
+// rootlesskit probes --host-lo-to-ns-lo to decide whether to pass it.
+constexpr const char *kUnsupportedLong[] = {
+    "log-size", "runas", "fd", "pcap", "mac-addr", "interface",
+    "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
+    "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-dhcp", "no-ndp",
+    "no-dhcpv6", "no-ra", "ipv6-only", "socket", "socket-path",
+    "no-splice", "freebind", "map-gw", "no-copy-routes", "no-copy-addrs",
+};
+
+} // namespace
+
+Options parse_args(int argc, char *const argv[]) {
+    std::vector<option> longopts = {
+        {"debug", no_argument, nullptr, 'd'},
+        {"trace", no_argument, nullptr, kTrace},
+        {"quiet", no_argument, nullptr, 'q'},
+        {"foreground", no_argument, nullptr, 'f'},
+        {"stderr", no_argument, nullptr, 'e'},
+        {"log-file", required_argument, nullptr, 'l'},
+        {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, kVersion},
+        {"pid", required_argument, nullptr, 'P'},
+        {"ns-ifname", required_argument, nullptr, 'I'},
+        {"mtu", required_argument, nullptr, 'm'},
+        {"address", required_argument, nullptr, 'a'},
+        {"netmask", required_argument, nullptr, 'n'},
+        {"gateway", required_argument, nullptr, 'g'},
+        {"outbound", required_argument, nullptr, 'o'},
+        {"dns-forward", required_argument, nullptr, kDnsForward},
+        {"ns-mac-addr", required_argument, nullptr, kNsMacAddr},
+        {"no-map-gw", no_argument, nullptr, kNoMapGw},
+        {"ipv4-only", no_argument, nullptr, '4'},
+        {"config-net", no_argument, nullptr, kConfigNet},
+        {"tcp-ports", required_argument, nullptr, 't'},
+        {"udp-ports", required_argument, nullptr, 'u'},
+        {"tcp-ns", required_argument, nullptr, 'T'},
+        {"udp-ns", required_argument, nullptr, 'U'},
+        {"userns", required_argument, nullptr, kUserns},
+        {"netns", required_argument, nullptr, kNetns},
+        {"netns-only", no_argument, nullptr, kNetnsOnly},
+        {"no-netns-quit", no_argument, nullptr, kNoNetnsQuit},
+    };
+    for (const char *name : kUnsupportedLong)
+        longopts.push_back({name, optional_argument, nullptr, kUnsupported});
+    longopts.push_back({nullptr, 0, nullptr, 0});
+
+    Options o;
+    unsigned long n = 0;
+    int opt, index = -1;
+    // Short options pasta has and rknp-pasta refuses: -F -p -M -i -D -S -6.
+    const char *shorts = "dqfel:hP:I:m:a:n:g:o:4t:u:T:U:F:p:M:i:D:S:6";
+    while ((opt = getopt_long(argc, argv, shorts, longopts.data(), &index)) != -1) {
+        switch (opt) {
+        case 'd':
+        case kTrace:
+            o.debug = true;
+            break;
+        case 'q':
+            o.quiet = true;
+            break;
+        case 'f':
+            o.foreground = true;
+            break;
+        case 'e':
+            break; // stderr is where messages go until in background
+        case 'l':
+            o.log_file = optarg;
+            break;
+        case 'h':
+            usage(argv[0]);
+            std::exit(EXIT_SUCCESS);
+        case kVersion:
+            version();
+            std::exit(EXIT_SUCCESS);
+        case 'P':
+            o.pid_file = optarg;
+            break;
+        case 'I':
+            if (!*optarg || std::strlen(optarg) > 15 || std::strchr(optarg, '/'))
+                usage_error(std::string("invalid interface name: ") + optarg);
+            o.ifname = optarg;
+            break;
+        case 'm':
+            if (!parse_unsigned(optarg, 65520, n) || n < 68)
+                usage_error(std::string("invalid MTU: ") + optarg +
+                            " (68-65520; 0, no MTU assignment, is not supported)");
+            o.mtu = unsigned(n);
+            break;
+        case 'a':
+            o.addresses.push_back(optarg);
+            break;
+        case 'n':
+            o.netmask = optarg;
+            break;
+        case 'g':
+            o.gateways.push_back(optarg);
+            break;
+        case 'o':
+            o.outbound.push_back(optarg);
+            break;
+        case kDnsForward:
+            o.dns_forward.push_back(optarg);
+            break;
+        case kNsMacAddr:
+            o.ns_mac = optarg;
+            break;
+        case kNoMapGw:
+            o.no_map_gw = true;
+            break;
+        case '4':
+            o.ipv4_only = true;
+            break;
+        case kConfigNet:
+            o.config_net = true;
+            break;
+        case 't':
+            o.tcp.push_back(optarg);
+            break;
+        case 'u':
+            o.udp.push_back(optarg);
+            break;
+        case 'T':
+            o.tcp_ns.push_back(optarg);
+            break;
+        case 'U':
+            o.udp_ns.push_back(optarg);
+            break;
+        case kUserns:
+            o.userns = optarg;
+            break;
+        case kNetns:
+            o.netns = std::strchr(optarg, '/') ? std::string(optarg)
+                                               : "/run/netns/" + std::string(optarg);
+            break;
+        case kNetnsOnly:
+            o.netns_only = true;
+            break;
+        case kNoNetnsQuit:
+            o.no_netns_quit = true;
+            break;
+        case kUnsupported:
+            usage_error(std::string("option '--") + longopts[size_t(index)].name +
+                        "' is not supported by rknp-pasta");
+        case 'F':
+        case 'p':
+        case 'M':
+        case 'i':
+        case 'D':
+        case 'S':
+        case '6':
+            usage_error(std::string("option '-") + char(opt) +
+                        "' is not supported by rknp-pasta");
+        default: // getopt_long printed "unrecognized option '--x'" etc.
+            std::exit(EXIT_FAILURE);
+        }
+        index = -1;
+    }
+    int rest = argc - optind;
+    if (rest > 1 || (rest == 1 && o.netns))
+        usage_error("give either a PID or --netns, and no command");
+    if (rest == 1) {
+        if (!parse_unsigned(argv[optind], 0x7fffffff, n) || n == 0)
+            usage_error(std::string("running a command is not supported by "
+                                    "rknp-pasta; give a PID or --netns, not '") +
+                        argv[optind] + "'");
+        o.target_pid = pid_t(n);
+    }
+    if (rest == 0 && !o.netns)
+        usage_error("a target is needed: a PID or --netns (rknp-pasta does "
+                    "not create namespaces or run commands)");
+    if (o.netns_only && o.userns)
+        usage_error("--netns-only and --userns exclude each other");
+    return o;
+}
+
+} // namespace pasta

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// rknp-pasta: a pasta-compatible command on the public rknp C ABI, for
+// Podman and rootlesskit's pasta driver. Order: check every option, fork
+// into the background (the caller waits for its report), fork the
+// hand-over child while single-threaded, enter the sandbox and load
+// seccomp (as pasta always does), start the rknp parent, hand the tap
+// over, bind the forwards, report ready, then serve until the target is
+// gone or a signal comes.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "background.hpp"
+#include "cli.hpp"
+#include "cmd/common/child_process.hpp"
+#include "cmd/common/errors.hpp"
+#include "cmd/common/monotonic.hpp"
+#include "cmd/common/namespaces.hpp"
+#include "cmd/common/rknp_handle.hpp"
+#include "cmd/common/sandbox.hpp"
+#include "cmd/common/seccomp_filter.hpp"
+#include "cmd/common/state_dir.hpp"
+#include "network_model.hpp"
+#include "port_forwarder.hpp"
+#include "rknp.h"
+#include "target_watch.hpp"
+
+namespace pasta {
+
+namespace {
+
+constexpr int kChildTimeoutMs = 30000;
+constexpr int kTickMs = 1000; // pasta rescans "auto" ports every second
+
+struct LogLevel {
+    bool quiet, debug;
+};
+
+// Called on any library thread; one fprintf is one locked write.
+void log_to_stderr(void *user, int32_t level, const char *msg) {
+    static const char *names[] = {"error", "warning", "info", "debug"};
+    const auto *l = static_cast<const LogLevel *>(user);
+    if (level == RKNP_LOG_DEBUG && !l->debug) return;
+    if (level == RKNP_LOG_INFO && l->quiet) return;
+    std::fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name,
+                 names[level >= 0 && level <= 3 ? level : 0], msg);
+}
+
+// SIGTERM, SIGINT and SIGHUP arrive on a signalfd; blocked before any
+// thread exists, so every thread inherits the mask.
+cmd::UniqueFd block_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw cmd::sys_failure("sigprocmask");
+    cmd::UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd) throw cmd::sys_failure("signalfd");
+    ::signal(SIGPIPE, SIG_IGN);
+    return fd;
+}
+
+std::vector<std::pair<std::string, std::string>> opaque_pairs(rknp_parent *p) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    uint32_t n = rknp_parent_opaque_count(p);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k = nullptr, *v = nullptr;
+        rknp_error *err = nullptr;
+        cmd::check(rknp_parent_opaque_get(p, i, &k, &v, &err), err,
+                   "rknp_parent_opaque_get");
+        kv.emplace_back(k, v);
+    }
+    return kv;
+}
+
+// Waits until the hand-over child has exited; throws unless it handed the
+// tap over.
+void wait_for_handover(cmd::ChildProcess &child) {
+    long deadline = cmd::now_ms() + kChildTimeoutMs;
+    int ws = 0;
+    while (!child.try_reap(&ws)) {
+        if (cmd::now_ms() > deadline)
+            throw cmd::Failure("timeout handing the tap over");
+        ::usleep(5000);
+    }
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        throw cmd::Failure("the hand-over child failed (see above)");
+}
+
+// The user namespace to join: --userns, else the PID's unless
+// --netns-only; with --netns and no --userns, none (pasta's --netns-only).
+std::optional<std::string> user_namespace(const Options &o) {
+    if (o.userns) return o.userns;
+    if (o.netns_only || o.netns) return std::nullopt;
+    return "/proc/" + std::to_string(o.target_pid) + "/ns/user";
+}
+
+cmd::UniqueFd open_for_writing(const std::string &path, int flags) {
+    cmd::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0600));
+    if (!fd) throw cmd::sys_failure("open " + path);
+    return fd;
+}
+
+void write_all(int fd, const std::string &s, const std::string &what) {
+    if (::write(fd, s.data(), s.size()) != ssize_t(s.size()))
+        throw cmd::sys_failure("write " + what);
+}
+
+// Serves until a signal, the target going away, or the namespace's /proc
+// files becoming unreadable.
+void serve(rknp_parent *parent, PortForwarder &fwd, const TargetWatch &watch,
+           int sigfd, const LogLevel &log) {
+    for (;;) {
+        pollfd fds[2] = {{sigfd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
+        int r = ::poll(fds, watch.fd() >= 0 ? 2 : 1, kTickMs);
+        if (r < 0 && errno != EINTR) throw cmd::sys_failure("poll");
+        if (r > 0 && (fds[0].revents & POLLIN)) {
+            signalfd_siginfo si{};
+            if (::read(sigfd, &si, sizeof si) == ssize_t(sizeof si)) {
+                if (log.debug)
+                    std::fprintf(stderr, "%s: signal %u, stopping\n",
+                                 program_invocation_short_name, si.ssi_signo);
+                return;
+            }
+        }
+        if (watch.gone()) {
+            if (!log.quiet)
+                std::fprintf(stderr, "%s: the namespace is gone, stopping\n",
+                             program_invocation_short_name);
+            return;
+        }
+        if (fwd.scans() && !fwd.rescan(parent)) {
+            if (!log.quiet)
+                std::fprintf(stderr, "%s: the namespace's ports cannot be read, "
+                                     "stopping\n", program_invocation_short_name);
+            return;
+        }
+    }
+}
+
+// Closes every fd above stderr: the background must hold nothing of its
+// caller's (a pipe it kept open would keep the caller waiting for EOF).
+void close_inherited_fds() {
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+    for (int fd = 3; fd < 65536; fd++) ::close(fd);
+}
+
+int run(int argc, char *argv[]) {
+    // Before anything else: the background and the hand-over child inherit
+    // it, and both enter namespaces the container controls.
+    cmd::stay_undumpable();
+    close_inherited_fds();
+    Options o = parse_args(argc, argv);
+    NetworkModel model(o);
+    rknp_config cfg = model.get();
+    PortForwarder forwarder(o, cfg.enable_ipv6 != 0);
+    LogLevel log{o.quiet, o.debug};
+    cfg.log_fn = log_to_stderr;
+    cfg.log_user_data = &log;
+    cmd::UniqueFd log_fd, pid_fd;
+    if (o.log_file) log_fd = open_for_writing(*o.log_file, O_APPEND);
+    if (o.pid_file) pid_fd = open_for_writing(*o.pid_file, O_TRUNC);
+
+    Background bg = Background::start(o.foreground);
+
+    cmd::StateDir state("rknp-pasta"); // removed after the parent is closed
+    rknp_parent *raw = nullptr;
+    rknp_error *err = nullptr;
+    cmd::check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
+    cmd::ParentPtr parent(raw);
+    rknp_network net{};
+    net.struct_size = sizeof net;
+    cmd::check(rknp_parent_network(parent.get(), &net, &err), err,
+               "rknp_parent_network");
+
+    cmd::ChildPlan plan;
+    plan.ns = cmd::target_namespaces(o.target_pid, o.netns, user_namespace(o));
+    plan.configure = o.config_net;
+    plan.network = net;
+    plan.remove_dir = state.path();
+    plan.close_fds = {log_fd.get(), pid_fd.get()};
+    plan.netns_files = forwarder.netns_files();
+    plan.quiet = o.quiet;
+    cmd::ChildProcess child(plan);
+
+    // Opened before the sandbox hides the paths and seccomp forbids
+    // pidfd_open.
+    TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
+    cmd::UniqueFd sigfd = block_signals();
+    if (::geteuid() == 0 || plan.ns.userns) {
+        if (::geteuid() != 0) cmd::enter_user_as_root(*plan.ns.userns);
+        cmd::create_sandbox(state.path());
+    } else if (o.debug) {
+        std::fprintf(stderr, "%s: no mount sandbox (not root, no user "
+                             "namespace to join)\n", program_invocation_short_name);
+    }
+    cmd::enable_seccomp(o.debug);
+
+    cmd::check(rknp_parent_start(parent.get(), state.path().c_str(), child.pid(),
+                                 &err),
+               err, "rknp_parent_start");
+    try {
+        child.send_opaque(opaque_pairs(parent.get()));
+    } catch (const cmd::Failure &) {
+        // The child is gone; its exit status says why.
+    }
+    wait_for_handover(child);
+    rknp_stats stats{};
+    stats.struct_size = sizeof stats;
+    cmd::check(rknp_parent_stats(parent.get(), &stats, &err), err, "rknp_parent_stats");
+    if (!stats.tap_attached) throw cmd::Failure("the tap was not handed over");
+    // Explicit ports first: an "auto" port that is also named keeps the
+    // named mapping.
+    forwarder.bind_explicit(parent.get());
+    if (forwarder.scans()) {
+        forwarder.set_netns_files(child.take_netns_files());
+        forwarder.rescan(parent.get());
+    }
+
+    if (pid_fd) {
+        write_all(pid_fd.get(), std::to_string(::getpid()) + "\n", *o.pid_file);
+        pid_fd.reset();
+    }
+    if (!o.quiet)
+        std::fprintf(stderr, "%s: %s %s/%u via %s, MTU %u, in background\n",
+                     program_invocation_short_name, cfg.ifname, net.ip,
+                     net.prefix_len, net.gateway, net.mtu);
+    bg.ready(log_fd.get());
+    log_fd.reset();
+    serve(parent.get(), forwarder, watch, sigfd.get(), log);
+    rknp_parent_close(parent.get());
+    return EXIT_SUCCESS;
+}
+
+} // namespace
+
+} // namespace pasta
+
+int main(int argc, char *argv[]) {
+    try {
+        int code = pasta::run(argc, argv);
+        std::fflush(nullptr);
+        return code;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, e.what());
+        std::fflush(nullptr);
+        return EXIT_FAILURE;
+    }
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// pasta's address options as an rknp_config (see network_model.hpp).
+#include "network_model.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cmd/common/errors.hpp"
+
+namespace pasta {
+
+namespace {
+
+constexpr uint32_t kGuestOffset = 100, kGatewayOffset = 2, kDnsOffset = 3;
+
+bool parse_v4(const std::string &s, uint32_t &out) {
+    in_addr a{};
+    if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
+    out = ntohl(a.s_addr);
+    return true;
+}
+
+bool parse_v6(const std::string &s, in6_addr &out) {
+    return inet_pton(AF_INET6, s.c_str(), &out) == 1;
+}
+
+std::string format_v4(uint32_t host_order) {
+    in_addr a{htonl(host_order)};
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return buf;
+}
+
+// fd00::N, rknp's IPv6 network's addresses.
+bool is_fd00(const in6_addr &a, int last) {
+    static const uint8_t prefix[8] = {0xfd, 0x00, 0, 0, 0, 0, 0, 0};
+    if (std::memcmp(a.s6_addr, prefix, 8) != 0) return false;
+    if (last < 0) return true;
+    for (int i = 8; i < 15; i++)
+        if (a.s6_addr[i] != 0) return false;
+    return a.s6_addr[15] == last;
+}
+
+[[noreturn]] void refuse(const std::string &option, const std::string &value,
+                         const std::string &why) {
+    throw cmd::Failure(option + " " + value + ": " + why);
+}
+
+// -n: dot-decimal or a prefix length.
+int parse_netmask(const std::string &s) {
+    uint32_t m = 0;
+    if (parse_v4(s, m)) {
+        int len = __builtin_popcount(m);
+        if (len > 0 && m == ~uint32_t(0) << (32 - len)) return len;
+        refuse("-n/--netmask", s, "not a contiguous netmask");
+    }
+    char *end = nullptr;
+    long len = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || len < 0 || len > 32)
+        refuse("-n/--netmask", s, "neither a netmask nor a prefix length");
+    return int(len);
+}
+
+// Without -n, as pasta does when the host has no matching address: the
+// address's class (RFC 4632's historical blocks).
+int classful_prefix(uint32_t a) {
+    if ((a >> 31) == 0) return 8;
+    if ((a >> 30) == 2) return 16;
+    return 24;
+}
+
+} // namespace
+
+std::string default_route_interface() {
+    std::ifstream route("/proc/net/route");
+    std::string line;
+    std::getline(route, line); // header
+    while (std::getline(route, line)) {
+        std::istringstream in(line);
+        std::string iface, dest;
+        if (in >> iface >> dest && dest == "00000000" && iface.size() <= 15)
+            return iface;
+    }
+    return "tap0";
+}
+
+NetworkModel::NetworkModel(const Options &o) {
+    if (rknp_config_init(&cfg_, sizeof cfg_) != RKNP_OK)
+        throw cmd::Failure("rknp_config_init failed");
+
+    // IPv4: the namespace's address and network.
+    uint32_t addr = (10u << 24) | (2u << 8) | kGuestOffset; // 10.0.2.100
+    int prefix = 24;
+    bool have_v4 = false;
+    for (const auto &a : o.addresses) {
+        in6_addr a6{};
+        uint32_t v4 = 0;
+        if (parse_v4(a, v4)) {
+            if (have_v4) refuse("-a/--address", a, "a second IPv4 address");
+            addr = v4;
+            prefix = classful_prefix(v4);
+            have_v4 = true;
+        } else if (parse_v6(a, a6)) {
+            if (!ipv6_.empty()) refuse("-a/--address", a, "a second IPv6 address");
+            if (!is_fd00(a6, -1))
+                refuse("-a/--address", a,
+                       "rknp-pasta's IPv6 network is fd00::/64; other IPv6 "
+                       "addresses are not supported");
+            ipv6_ = a;
+        } else {
+            refuse("-a/--address", a, "not an IPv4 or IPv6 address");
+        }
+    }
+    if (o.netmask) prefix = parse_netmask(*o.netmask);
+    if (prefix < 1 || prefix > 25)
+        refuse("-n/--netmask", o.netmask.value_or(std::to_string(prefix)),
+               "rknp-pasta needs a prefix length of 1-25");
+    uint32_t mask = ~uint32_t(0) << (32 - prefix);
+    uint32_t network = addr & mask;
+    if (addr != network + kGuestOffset)
+        refuse("-a/--address", format_v4(addr),
+               "rknp-pasta puts the namespace at the 100th address of its "
+               "network (here " + format_v4(network + kGuestOffset) +
+                   "); other placements are not supported yet");
+    cidr_ = format_v4(network) + "/" + std::to_string(prefix);
+    cfg_.cidr = cidr_.c_str();
+
+    for (const auto &g : o.gateways) {
+        uint32_t v4 = 0;
+        in6_addr a6{};
+        if (parse_v4(g, v4)) {
+            if (v4 != network + kGatewayOffset)
+                refuse("-g/--gateway", g,
+                       "rknp-pasta's gateway is the 2nd address of the "
+                       "network (here " + format_v4(network + kGatewayOffset) +
+                           ")");
+        } else if (parse_v6(g, a6)) {
+            if (!is_fd00(a6, 2))
+                refuse("-g/--gateway", g, "rknp-pasta's IPv6 gateway is fd00::2");
+        } else {
+            refuse("-g/--gateway", g, "not an IPv4 or IPv6 address");
+        }
+    }
+    for (const auto &d : o.dns_forward) {
+        uint32_t v4 = 0;
+        in6_addr a6{};
+        if (parse_v4(d, v4)) {
+            if (v4 != network + kDnsOffset)
+                refuse("--dns-forward", d,
+                       "rknp-pasta forwards DNS at the 3rd address of the "
+                       "network (here " + format_v4(network + kDnsOffset) +
+                           "); other addresses are not supported yet");
+        } else if (parse_v6(d, a6)) {
+            if (!is_fd00(a6, 3))
+                refuse("--dns-forward", d,
+                       "rknp-pasta forwards IPv6 DNS at fd00::3 only");
+        } else {
+            refuse("--dns-forward", d, "not an IPv4 or IPv6 address");
+        }
+    }
+    // pasta answers DNS only where --dns-forward says.
+    cfg_.disable_dns = o.dns_forward.empty();
+
+    cfg_.enable_ipv6 = !o.ipv4_only;
+    if (o.ipv4_only && !ipv6_.empty())
+        refuse("-a/--address", ipv6_, "an IPv6 address with -4/--ipv4-only");
+    if (!ipv6_.empty()) cfg_.ipv6_address = ipv6_.c_str();
+
+    for (const auto &a : o.outbound) {
+        uint32_t v4 = 0;
+        in6_addr a6{};
+        if (parse_v4(a, v4)) {
+            outbound_ = a;
+            cfg_.outbound_addr = outbound_.c_str();
+        } else if (parse_v6(a, a6)) {
+            outbound6_ = a;
+            cfg_.outbound_addr6 = outbound6_.c_str();
+        } else {
+            refuse("-o/--outbound", a, "not an IPv4 or IPv6 address");
+        }
+    }
+
+    cfg_.mtu = o.mtu;
+    ifname_ = o.ifname ? *o.ifname : default_route_interface();
+    cfg_.ifname = ifname_.c_str();
+    if (o.ns_mac) {
+        mac_ = *o.ns_mac;
+        cfg_.mac_address = mac_.c_str();
+    }
+    cfg_.disable_host_loopback = o.no_map_gw;
+    // Without --config-net the namespace configures itself: pasta answers
+    // DHCP (and NDP), so libslirp's DHCP server does.
+    cfg_.enable_dhcp = o.config_net ? 0 : 1;
+}
+
+} // namespace pasta

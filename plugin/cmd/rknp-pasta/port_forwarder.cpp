@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// pasta's -t/-u forwards on an rknp parent (see port_forwarder.hpp).
+#include "port_forwarder.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "cmd/common/errors.hpp"
+#include "cmd/common/rknp_handle.hpp"
+#include "proc_net.hpp"
+
+namespace pasta {
+
+namespace {
+
+// The host's ephemeral range, which "~N" specs leave out.
+PortRange ephemeral_range() {
+    PortRange r;
+    std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+    unsigned first = 0, last = 0;
+    if (in >> first >> last && first >= 1 && first <= last && last <= 65535) {
+        r.first = uint16_t(first);
+        r.last = uint16_t(last);
+    }
+    return r;
+}
+
+void parse_kind(const std::vector<std::string> &specs, const char *option,
+                std::vector<PortSpec> &lists, bool &automatic) {
+    if (specs.empty()) {
+        automatic = true; // pasta's default for -t and -u
+        return;
+    }
+    PortRange eph = ephemeral_range();
+    bool none = false;
+    for (const auto &s : specs) {
+        PortSpec spec;
+        try {
+            spec = parse_port_spec(s, eph);
+        } catch (const PortSpecError &e) {
+            throw cmd::Failure(std::string(option) + ": " + e.what());
+        }
+        if (!spec.ifname.empty())
+            throw cmd::Failure(std::string(option) + " " + s +
+                               ": binding to an interface (%IFACE) is not "
+                               "supported by rknp-pasta");
+        switch (spec.mode) {
+        case PortMode::none:
+            none = true;
+            break;
+        case PortMode::automatic:
+            automatic = true;
+            break;
+        case PortMode::list:
+            lists.push_back(std::move(spec));
+            break;
+        }
+    }
+    if (none && (automatic || !lists.empty()))
+        throw cmd::Failure(std::string(option) +
+                           ": 'none' cannot be combined with other specs");
+}
+
+void refuse_ns_specs(const std::vector<std::string> &specs, const char *option) {
+    for (const auto &s : specs)
+        if (s != "none")
+            throw cmd::Failure(std::string(option) + " " + s +
+                               ": forwarding from the namespace's loopback to "
+                               "the host is not supported by rknp-pasta yet "
+                               "(only 'none')");
+}
+
+} // namespace
+
+PortForwarder::PortForwarder(const Options &o, bool ipv6) : ipv6_(ipv6) {
+    parse_kind(o.tcp, "-t/--tcp-ports", tcp_.lists, tcp_.automatic);
+    parse_kind(o.udp, "-u/--udp-ports", udp_.lists, udp_.automatic);
+    refuse_ns_specs(o.tcp_ns, "-T/--tcp-ns");
+    refuse_ns_specs(o.udp_ns, "-U/--udp-ns");
+    // /proc/thread-self/net/... is the netns of the thread that opens it.
+    const char *base = "/proc/thread-self/net/";
+    for (const Kind *k : {&tcp_, &udp_}) {
+        if (!k->automatic) continue;
+        const char *name = k->proto == RKNP_PROTO_TCP ? "tcp" : "udp";
+        scan_.push_back({k->proto, std::string(base) + name, {}});
+        scan_.push_back({k->proto, std::string(base) + name + "6", {}});
+    }
+}
+
+std::vector<std::string> PortForwarder::netns_files() const {
+    std::vector<std::string> paths;
+    for (const auto &s : scan_) paths.push_back(s.path);
+    return paths;
+}
+
+void PortForwarder::set_netns_files(std::vector<cmd::UniqueFd> fds) {
+    if (fds.size() != scan_.size())
+        throw cmd::Failure("wrong number of /proc/net files");
+    for (size_t i = 0; i < fds.size(); i++) scan_[i].fd = std::move(fds[i]);
+}
+
+bool PortForwarder::add(rknp_parent *p, uint32_t proto,
+                        const std::string &host_addr, uint16_t host_port,
+                        uint16_t guest_port, uint32_t &id, std::string &error) {
+    rknp_forward fwd = RKNP_FORWARD_INIT;
+    fwd.protocol = proto;
+    fwd.host_addr = host_addr.c_str();
+    fwd.host_port = host_port;
+    fwd.guest_port = guest_port;
+    rknp_error *err = nullptr;
+    rknp_status st = rknp_parent_add_forward(p, &fwd, &id, &err);
+    cmd::ErrorPtr owned(err);
+    if (st == RKNP_OK) return true;
+    error = rknp_error_message(owned.get());
+    return false;
+}
+
+void PortForwarder::bind_explicit(rknp_parent *p) {
+    for (const Kind *k : {&tcp_, &udp_}) {
+        const char *option = k->proto == RKNP_PROTO_TCP ? "-t" : "-u";
+        for (const auto &spec : k->lists) {
+            std::vector<std::string> addrs;
+            if (!spec.address.empty())
+                addrs.push_back(spec.address);
+            else {
+                addrs.push_back("0.0.0.0");
+                if (ipv6_) addrs.push_back("::");
+            }
+            for (const auto &m : spec.mappings) {
+                for (size_t i = 0; i < addrs.size(); i++) {
+                    uint32_t id = 0;
+                    std::string error;
+                    if (add(p, k->proto, addrs[i], m.host, m.guest, id, error))
+                        continue;
+                    // "::" next to "0.0.0.0": a host without IPv6 is fine.
+                    if (spec.address.empty() && i > 0) continue;
+                    throw cmd::Failure(std::string(option) + ": cannot forward " +
+                                       addrs[i] + " port " +
+                                       std::to_string(m.host) + " to " +
+                                       std::to_string(m.guest) + ": " + error);
+                }
+            }
+        }
+    }
+}
+
+bool PortForwarder::rescan(rknp_parent *p) {
+    std::set<std::pair<uint32_t, unsigned>> want;
+    for (auto &s : scan_) {
+        if (!read_proc_net(s.fd.get(), text_)) return false;
+        SocketKind kind = s.proto == RKNP_PROTO_TCP ? SocketKind::tcp : SocketKind::udp;
+        for (unsigned port : listening_ports(text_, kind)) want.insert({s.proto, port});
+    }
+    for (auto it = auto_.begin(); it != auto_.end();) {
+        if (want.count(it->first)) {
+            ++it;
+            continue;
+        }
+        for (uint32_t id : it->second) {
+            rknp_error *err = nullptr;
+            rknp_parent_remove_forward(p, id, &err);
+            rknp_error_free(err);
+        }
+        it = auto_.erase(it);
+    }
+    for (const auto &key : want) {
+        if (auto_.count(key)) continue;
+        std::vector<uint32_t> ids;
+        for (const char *addr : {"0.0.0.0", "::"}) {
+            if (addr[0] == ':' && !ipv6_) continue;
+            uint32_t id = 0;
+            std::string error;
+            // A port the host cannot bind (in use, privileged, or an
+            // explicit forward already) stays unforwarded, as in pasta.
+            if (add(p, key.first, addr, uint16_t(key.second), uint16_t(key.second),
+                    id, error))
+                ids.push_back(id);
+        }
+        auto_[key] = std::move(ids); // tried once, even if nothing bound
+    }
+    return true;
+}
+
+} // namespace pasta

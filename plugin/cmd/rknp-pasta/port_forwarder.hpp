@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// pasta's -t/-u forwards on an rknp parent: explicit port lists bound at
+// start (a port that cannot be bound is fatal, as in pasta), and "auto":
+// every port the namespace listens on, from /proc/net files opened inside
+// it, forwarded from the same host port and rescanned every second
+// (rootlesskit's implicit port driver relies on it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "cmd/common/unique_fd.hpp"
+#include "port_spec.hpp"
+#include "rknp.h"
+
+namespace pasta {
+
+class PortForwarder {
+public:
+    // Parses the specs (throws cmd::Failure naming the option); -T and -U
+    // must be "none". ipv6: also bind "::" where no address is given.
+    PortForwarder(const Options &o, bool ipv6);
+
+    // The /proc files "auto" needs, to be opened in the namespace.
+    std::vector<std::string> netns_files() const;
+    // Those files, in the same order (ChildProcess::take_netns_files).
+    void set_netns_files(std::vector<cmd::UniqueFd> fds);
+
+    // Binds every explicit mapping; throws cmd::Failure naming the first
+    // one that fails.
+    void bind_explicit(rknp_parent *p);
+    // Reads the namespace's listening ports and adds and removes "auto"
+    // forwards to match. false once the files cannot be read (the
+    // namespace is gone).
+    bool rescan(rknp_parent *p);
+    bool scans() const { return !scan_.empty(); }
+
+private:
+    struct Kind {
+        uint32_t proto;         // RKNP_PROTO_*
+        std::vector<PortSpec> lists;
+        bool automatic = false;
+    };
+    struct Scan {
+        uint32_t proto;
+        std::string path;       // /proc/thread-self/net/tcp, ...
+        cmd::UniqueFd fd;
+    };
+    // Adds the forward, or returns false with the library's message.
+    bool add(rknp_parent *p, uint32_t proto, const std::string &host_addr,
+             uint16_t host_port, uint16_t guest_port, uint32_t &id,
+             std::string &error);
+
+    Kind tcp_{RKNP_PROTO_TCP, {}, false}, udp_{RKNP_PROTO_UDP, {}, false};
+    bool ipv6_;
+    std::vector<Scan> scan_;
+    // "auto" forwards in force: (proto, port) -> ids (one per host address).
+    std::map<std::pair<uint32_t, unsigned>, std::vector<uint32_t>> auto_;
+    std::string text_; // rescan's buffer, reused
+};
+
+} // namespace pasta
