@@ -176,3 +176,43 @@ run_case() {
     tail -n 25 "$log" | sed 's/^/    | /'
     FAILURES=$((FAILURES + 1))
 }
+
+# build_rootlesskit_v3: upstream rootlesskit (pinned) built from the Go
+# module proxy into $SCRATCH/gobin; prints its path, or nothing (with the
+# reason on stderr) when Go or the proxy is missing.
+RK3_VERSION=v3.3.0
+build_rootlesskit_v3() {
+    command -v go >/dev/null || { log "no Go: rootlesskit v3 not built"; return 0; }
+    log "building rootlesskit $RK3_VERSION from the Go module proxy"
+    if GOBIN="$SCRATCH/gobin" GOFLAGS=-mod=mod go install \
+        "github.com/rootless-containers/rootlesskit/v3/cmd/rootlesskit@$RK3_VERSION" \
+        >"$SCRATCH/logs/go-install.log" 2>&1; then
+        chmod -R a+rX "$SCRATCH/gobin"
+        echo "$SCRATCH/gobin/rootlesskit"
+    else
+        log "go install failed (see below)"
+        tail -n 5 "$SCRATCH/logs/go-install.log" >&2
+    fi
+}
+
+# expect_probed SUMMARY MODE...: reach_back_prober.py's summary shows it
+# probed a main and a child process in every MODE.
+expect_probed() {
+    local out=$1 mode role
+    shift
+    for mode in "$@"; do
+        for role in main child; do
+            expect "the prober saw the $role process ($mode)" "^$mode $role: [1-9][0-9]* processes" "$out"
+        done
+    done
+}
+
+# expect_not_reached SUMMARY MODE...: probed in every MODE, and no probe
+# reached any process.
+expect_not_reached() {
+    expect_probed "$@"
+    if grep -v "reached root 0, environ 0, ptrace 0\$" <<<"$1"; then
+        echo "a container reached into the command's processes"; return 1
+    fi
+    echo "ok nothing reached"
+}

@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "run as root (installs packages)"; exit 1; }
 WORK=$(mktemp -d /tmp/rknp-package.XXXXXX)
-PACKAGES=(librknp1 librknp-dev rknp-slirp4netns rknp-rootlesskit)
+PACKAGES=(librknp1 librknp-dev rknp-slirp4netns rknp-pasta rknp-rootlesskit)
 apt_locked() { flock /tmp/rknp-apt.lock env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 cleanup() {
     apt_locked purge -y -q "${PACKAGES[@]}" >/dev/null 2>&1 || true
@@ -53,7 +53,7 @@ step "hardening-check on the installed library and commands"
 # IBT/SHSTK property, so the linker drops the note from every binary
 # linked against them; that the code itself is built with -fcf-protection
 # is checked below by the endbr64 at the exported entry point.
-hardening-check --nocfprotection "$lib" /usr/bin/rknp-slirp4netns "$rootlesskit"
+hardening-check --nocfprotection "$lib" /usr/bin/rknp-slirp4netns /usr/bin/rknp-pasta "$rootlesskit"
 if [ "$(uname -m)" = x86_64 ]; then
     objdump -d --disassemble=rknp_get_api "$lib" | grep -q endbr64 ||
         { echo "FAIL: rknp_get_api does not start with endbr64 (-fcf-protection)"; exit 1; }
@@ -61,6 +61,7 @@ fi
 
 step "installed files: version, pkg-config and CMake consumers, man page"
 rknp-slirp4netns --version | head -n 3
+rknp-pasta --version | head -n 2
 version=$(pkg-config --modversion rknp)
 [ "$lib" = "$libdir/librknp.so.$version" ] || { echo "FAIL: $lib is not librknp.so.$version"; exit 1; }
 read -ra consumer_flags <<<"$(pkg-config --cflags --libs rknp)"
@@ -70,6 +71,7 @@ cmake -S "$ROOT/tests/abi/cmake-consumer" -B "$WORK/cmake-consumer" >/dev/null
 cmake --build "$WORK/cmake-consumer" >/dev/null
 "$WORK/cmake-consumer/consumer"
 test -e /usr/share/man/man1/rknp-slirp4netns.1.gz || { echo "FAIL: no man page"; exit 1; }
+test -e /usr/share/man/man1/rknp-pasta.1.gz || { echo "FAIL: no rknp-pasta man page"; exit 1; }
 test -e /usr/share/man/man1/rknp-rootlesskit.1.gz || { echo "FAIL: no rknp-rootlesskit man page"; exit 1; }
 
 step "an external Go program builds against the module and loads the installed library"

@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+
+# End-to-end tests of rknp-pasta, the pasta-compatible command on the
+# public rknp C ABI, as an unprivileged user: its command line as Podman
+# and rootlesskit probe it, Podman's argument list against a bound netns
+# file (exit 0 once configured, stdout/stderr closed, --pid, a published
+# port, exit when the file is deleted), upstream rootlesskit v3's
+# `--net=pasta --pasta-binary=PATH` with the shared cases of cases.sh and
+# the implicit port driver, and a hostile container reaching back.
+#
+#   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
+#   PASTA_CASES="cli podman_style" sudo -E tests/e2e/compat_pasta.sh
+#
+# Needs $BUILD_DIR/bin/rknp-pasta and $BUILD_DIR/lib/librknp.so.1, Go and
+# the module proxy (rootlesskit v3), uidmap, iproute2, curl, python3,
+# util-linux (tests/install-deps.sh). Traffic goes only to loopback and to
+# namespaces this script creates. One PASS/FAIL line per case; exits
+# non-zero if any failed; bounded by E2E_TIMEOUT seconds (default 600).
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+
+# shellcheck source=tests/e2e/lib.sh
+. "$E2E_DIR/lib.sh"
+e2e_bound 600 "$@"
+e2e_require "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-pasta first" \
+    "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/lib/librknp.so.1"
+# shellcheck source=tests/e2e/cases.sh
+. "$E2E_DIR/cases.sh" # the rootlesskit cases below run through drv_flags
+
+DNS_NAME=rknp-pasta.test
+DNS_IP=192.0.2.79
+
+e2e_scratch pasta
+# Copies (a rebuild during the run cannot change them); the binary finds
+# the library through its $ORIGIN/../lib rpath.
+install -m 0755 "$BUILD_DIR/bin/rknp-pasta" "$SCRATCH/bin/rknp-pasta"
+install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+install -m 0755 "$E2E_DIR/compat_pasta_helper.py" "$SCRATCH/bin/helper.py"
+install -m 0755 "$E2E_DIR/reach_back_prober.py" "$SCRATCH/bin/reach_back_prober.py"
+PASTA=$SCRATCH/bin/rknp-pasta
+HELPER=$SCRATCH/bin/helper.py
+
+setup_test_user
+chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
+chmod -R a+rX "$SCRATCH/www"
+FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+
+PORT4=$(free_port 127.0.0.1)
+start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
+PORT6=$(free_port ::1)
+start_http ::1 "$PORT6" "$SCRATCH/www"
+start_dns "$DNS_NAME=$DNS_IP"
+log "rknp-pasta: $("$PASTA" --version | head -n2 | tr '\n' ' ')"
+log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
+
+# drv_flags (replaces lib.sh's): rootlesskit's pasta network with our
+# binary; the implicit port driver, as dockerd-rootless.sh picks for pasta.
+drv_flags() { echo "--net=pasta --pasta-binary=$PASTA --port-driver=implicit"; }
+
+# 0. What Podman and rootlesskit probe and rely on: --version names rknp
+# and libslirp and exits 0; --host-lo-to-ns-lo is unknown (rootlesskit then
+# leaves it out), as is --map-guest-addr (Podman retries without it on
+# getopt's exact text); options pasta has but rknp-pasta cannot honour, and
+# values outside rknp's network, are refused by name with exit 1.
+case_cli() {
+    local out rc err
+    out=$(as_user "$PASTA" --version)
+    expect "version names rknp-pasta" "^rknp-pasta [0-9.]+ \(pasta compatible, on rknp\)\$" "$out"
+    expect "version names rknp and libslirp" "^rknp: [0-9.]+ \(libslirp [0-9.]+\)\$" "$out"
+    refused() { # WANT_TEXT ARGS...
+        local want=$1
+        shift
+        rc=0
+        err=$(as_user "$PASTA" "$@" 2>&1 >/dev/null) || rc=$?
+        [ "$rc" = 1 ] || { echo "$*: exit $rc, want 1 ($err)"; return 1; }
+        expect "$* refused" "$want" "$err"
+    }
+    refused "unrecognized option '--host-lo-to-ns-lo'" --host-lo-to-ns-lo --version
+    refused "unrecognized option '--map-guest-addr'" --config-net --map-guest-addr 169.254.1.2 --netns /nonexistent
+    refused "^rknp-pasta: option '-D' is not supported by rknp-pasta\$" -D 192.0.2.1 1
+    refused "^rknp-pasta: option '--map-gw' is not supported" --map-gw 1
+    refused "^rknp-pasta: -a/--address 10\.0\.2\.50: .*100th address" -a 10.0.2.50 -n 24 1
+    refused "^rknp-pasta: --dns-forward 169\.254\.1\.1: " --dns-forward 169.254.1.1 1
+    refused "^rknp-pasta: -T/--tcp-ns auto: " -T auto 1
+    refused "^rknp-pasta: -t/--tcp-ports: invalid port specifier '0'" -t 0 1
+    refused "^rknp-pasta: a target is needed" --config-net
+    refused "running a command is not supported" --config-net sh
+}
+
+# 1. Podman's argument list (createPastaArgs, Podman 5/6) against a netns
+# file, from inside a user namespace as Podman runs it.
+case_podman_style() {
+    local d="$SCRATCH/tmp/podman" hp out
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    hp=$(free_port 127.0.0.1)
+    out=$(as_user unshare -rm python3 "$HELPER" podman "$PASTA" "$d" "$SCRATCH/www" "$hp")
+    echo "$out"
+    expect "exit 0" "^exit=0\$" "$out"
+    expect "returned, stdout and stderr at EOF, within 10 s" "^returned_in=[0-9]\." "$out"
+    expect "--quiet: warnings at most, no informational message" \
+        "^output='(rknp-pasta: warning: [^\\]*\\\\n)*'\$" "$out"
+    expect "--pid names the background process" "^pid_comm=rknp-pasta\$" "$out"
+    expect "namespace address" "^addr=[0-9]+: [a-z0-9]+ inet 10\.0\.2\.100/24 " "$out"
+    expect "default route" "^route=default via 10\.0\.2\.2 " "$out"
+    expect "published port: the host fetched the file served inside" "^sha=$FILE_SHA\$" "$out"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+}
+
+# 2. rootlesskit's implicit port driver: a port the container binds is
+# forwarded from the same host port ("auto", rescanned every second).
+case_implicit_port() {
+    local port done_file="$SCRATCH/tmp/implicit-done" pid sha="" i
+    port=$(free_port 127.0.0.1)
+    rm -f "$done_file"
+    local ARGV
+    rk_argv "$1" --copy-up=/etc -- sh -c "
+        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH/www' $port >/dev/null 2>&1 &
+        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
+        kill \$!"
+    "${ARGV[@]}" >"$SCRATCH/logs/implicit.log" 2>&1 &
+    pid=$!
+    for i in $(seq 100); do
+        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
+        [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    touch "$done_file"
+    local rc=0
+    wait "$pid" || rc=$?
+    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; cat "$SCRATCH/logs/implicit.log"; return 1; }
+    echo "ok host fetched the file from the container's port $port"
+    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/implicit.log"; return 1; }
+}
+
+# 3. rootlesskit exits: rknp-pasta follows (its target is gone), and no
+# state dir is left.
+case_nothing_left() {
+    rk "$1" --copy-up=/etc -- true
+    local left
+    if ! left=$(run_leftovers_named rknp-pasta); then
+        echo "left running:"; echo "$left"; return 1
+    fi
+    if ls -d "$SCRATCH"/tmp/rknp-pasta.* 2>/dev/null; then
+        echo "state dirs left behind"; return 1
+    fi
+    echo "ok nothing left"
+}
+
+# 4. A container's root that sees the host's pids cannot reach back into
+# any rknp-pasta process for the whole run: the caller's ("main"), the
+# background and the hand-over child ("child": their parent is an
+# rknp-pasta too). The background runs sandboxed, as pasta's.
+case_no_reach_back() {
+    local d="$SCRATCH/tmp/reach" out prober="$SCRATCH/bin/reach_back_prober.py"
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    # shellcheck disable=SC2016 # expanded by the shell inside
+    as_user bash -c '
+        bin=$1 prober=$2 d=$3
+        touch "$d/seen"
+        unshare -r -n python3 "$prober" probe rknp-pasta "$d/stop" "$d/report.json" "$d/seen" & t=$!
+        for i in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+        for i in 1 2 3 4 5; do
+            "$bin" --config-net -q -t none -u none -I "tap$i" -P "$d/pid.$i" "$t" >"$d/run.$i.log" 2>&1 & p=$!
+            echo "$p default" >>"$d/mains"
+            wait "$p"
+            sleep 0.3
+            kill "$(cat "$d/pid.$i")"
+            for j in $(seq 50); do kill -0 "$(cat "$d/pid.$i")" 2>/dev/null || break; sleep 0.05; done
+        done
+        touch "$d/stop"; wait "$t"
+    ' _ "$PASTA" "$prober" "$d"
+    out=$("$PY" "$prober" summary "$d/report.json" "$d/mains")
+    echo "$out"
+    expect_not_reached "$out" default
+}
+
+RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 detach_netns implicit_port nothing_left"
+ALL_CASES="cli podman_style no_reach_back $RK3_CASES"
+CASES=${PASTA_CASES:-$ALL_CASES}
+RK=${PASTA_RK3:-}
+[ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&
+    RK=$(build_rootlesskit_v3)
+[ -n "$RK" ] && log "rootlesskit v3: $("$RK" --version)"
+
+for c in $CASES; do
+    if [[ " $RK3_CASES " == *" $c "* ]] && [ -z "$RK" ]; then
+        echo "SKIP $c (no rootlesskit v3: set PASTA_RK3 or install Go)"
+        continue
+    fi
+    run_case "$c" plugin "case_$c"
+done
+
+stop_background
+check_leftovers
+echo "compat_pasta: $PASSES passed, $FAILURES failed"
+[ "$FAILURES" = 0 ]

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+
+"""Helper of compat_pasta.sh: rknp-pasta run the way Podman runs pasta.
+
+    unshare -rm compat_pasta_helper.py podman BINARY DIR WWW HOST_PORT
+
+Run as the unprivileged test user under `unshare -rm` (root of a user
+namespace with its own mount namespace, as Podman's rootless user
+namespace is). Creates a network namespace bound to DIR/netns (as Podman's
+netns files are), runs BINARY with Podman's argument list (minus
+--map-guest-addr, which Podman drops when pasta does not know it), and
+prints one "key=value" line per observation:
+
+    exit, returned_in (seconds until the command returned *and* its
+    stdout/stderr reached EOF), output, pid_comm, addr/route lines of the
+    namespace, sha (of WWW/file fetched from the host's 127.0.0.1:HOST_PORT,
+    served inside on port 80), exited_after_delete (the background process
+    gone within 5 s of the netns file's unmount and removal).
+"""
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def wait_for(cond, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def podman(binary, workdir, www, host_port):
+    nsfile = os.path.join(workdir, "netns")
+    holder = subprocess.Popen(["unshare", "-n", "sleep", "600"])
+    mine = os.readlink("/proc/self/ns/net")
+    wait_for(lambda: os.readlink(f"/proc/{holder.pid}/ns/net") != mine, 5)
+    open(nsfile, "w").close()
+    subprocess.check_call(["mount", "--bind", f"/proc/{holder.pid}/ns/net", nsfile])
+    holder.kill()
+    holder.wait()
+
+    pid_file = os.path.join(workdir, "pasta.pid")
+    argv = [binary, "--config-net", "-t", f"{host_port}-{host_port}:80-80",
+            "--dns-forward", "10.0.2.3", "-u", "none", "-T", "none", "-U", "none",
+            "--no-map-gw", "--quiet", "--pid", pid_file, "--netns", nsfile]
+    t0 = time.monotonic()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    print(f"exit={p.returncode}")
+    print(f"returned_in={time.monotonic() - t0:.1f}")
+    print(f"output={p.stdout.decode(errors='replace')!r}")
+    pid = int(open(pid_file).read().strip() or 0)
+    try:
+        comm = open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        comm = "(gone)"
+    print(f"pid_comm={comm}")
+    inside = ["nsenter", f"--net={nsfile}"]
+    for line in subprocess.run(inside + ["ip", "-o", "-4", "addr"], capture_output=True,
+                               text=True).stdout.splitlines():
+        print(f"addr={' '.join(line.split())}")
+    for line in subprocess.run(inside + ["ip", "route"], capture_output=True,
+                               text=True).stdout.splitlines():
+        print(f"route={line}")
+
+    server = subprocess.Popen(inside + [sys.executable, "-m", "http.server", "--bind",
+                                        "0.0.0.0", "--directory", www, "80"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sha = ""
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not sha:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{host_port}/file",
+                                        timeout=10) as r:
+                sha = hashlib.sha256(r.read()).hexdigest()
+        except OSError:
+            time.sleep(0.2)
+    print(f"sha={sha}")
+    server.kill()
+    server.wait()
+
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    gone = wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 5)
+    print(f"exited_after_delete={gone}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "podman":
+        podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        sys.exit(f"unknown mode {sys.argv[1]}")
