@@ -31,6 +31,9 @@ e2e_require "creates a user, namespaces and a DNS server on :53" "tests/install-
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh" # the rootlesskit cases below run through drv_flags
 
+NETNS_HOST=rknp-pa-host
+VETH_HOST=rknp-pa-h
+VETH_NS=rknp-pa-n
 DNS_NAME=rknp-pasta.test
 DNS_IP=192.0.2.79
 
@@ -55,6 +58,9 @@ start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
 PORT6=$(free_port ::1)
 start_http ::1 "$PORT6" "$SCRATCH/www"
 start_dns "$DNS_NAME=$DNS_IP"
+setup_netns_host
+PORT_NS=18080
+start_http 198.18.0.2 "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"
 log "rknp-pasta: $("$PASTA" --version | head -n2 | tr '\n' ' ')"
 log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
 
@@ -139,6 +145,25 @@ case_implicit_port() {
     [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/implicit.log"; return 1; }
 }
 
+# 2b. A client on another host (the test host behind a veth pair) keeps
+# its own address inside the container, over TCP and UDP, as with pasta
+# (rootlesskit's docs list it among pasta's pros): both through "auto".
+case_client_address() {
+    local port done_file="$SCRATCH/tmp/peer-done" pid out
+    port=$(free_port 127.0.0.1)
+    rm -f "$done_file"
+    local ARGV
+    rk_argv "$1" --copy-up=/etc -- python3 "$HELPER" peer-echo "$port" "$done_file"
+    "${ARGV[@]}" >"$SCRATCH/logs/client_address.log" 2>&1 &
+    pid=$!
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$HELPER" ask 198.18.0.1 "$port")
+    touch "$done_file"
+    wait "$pid" || true
+    echo "$out"
+    expect "TCP: the container saw the test host's address" "^tcp=198\.18\.0\.2\$" "$out"
+    expect "UDP: the container saw the test host's address" "^udp=198\.18\.0\.2\$" "$out"
+}
+
 # 3. rootlesskit exits: rknp-pasta follows (its target is gone), and no
 # state dir is left.
 case_nothing_left() {
@@ -183,7 +208,7 @@ case_no_reach_back() {
     expect_not_reached "$out" default
 }
 
-RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 detach_netns implicit_port nothing_left"
+RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 detach_netns netns_host implicit_port client_address nothing_left"
 ALL_CASES="cli podman_style no_reach_back $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}

@@ -20,6 +20,8 @@ prints one "key=value" line per observation:
 """
 import hashlib
 import os
+import select
+import socket
 import subprocess
 import sys
 import time
@@ -91,8 +93,56 @@ def podman(binary, workdir, www, host_port):
     print(f"exited_after_delete={gone}")
 
 
+def peer_echo(port, done_file):
+    tcp = socket.socket()
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind(("0.0.0.0", port))
+    tcp.listen()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("0.0.0.0", port))
+    end = time.monotonic() + 60
+    while not os.path.exists(done_file) and time.monotonic() < end:
+        ready, _, _ = select.select([tcp, udp], [], [], 0.1)
+        if tcp in ready:
+            c, addr = tcp.accept()
+            c.sendall(addr[0].encode() + b"\n")
+            c.close()
+        if udp in ready:
+            _, addr = udp.recvfrom(2048)
+            udp.sendto(addr[0].encode(), addr)
+
+
+def ask(host, port):
+    end = time.monotonic() + 10
+    tcp_seen = udp_seen = ""
+    while time.monotonic() < end and not (tcp_seen and udp_seen):
+        if not tcp_seen:
+            try:
+                with socket.create_connection((host, port), timeout=2) as c:
+                    tcp_seen = c.makefile().readline().strip()
+            except OSError:
+                pass
+        if not udp_seen:
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            u.settimeout(0.5)
+            try:
+                u.sendto(b"who", (host, port))
+                udp_seen = u.recvfrom(2048)[0].decode()
+            except OSError:
+                pass
+            u.close()
+        if not (tcp_seen and udp_seen):
+            time.sleep(0.2)
+    print(f"tcp={tcp_seen}")
+    print(f"udp={udp_seen}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "podman":
         podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif sys.argv[1] == "peer-echo":
+        peer_echo(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "ask":
+        ask(sys.argv[2], int(sys.argv[3]))
     else:
         sys.exit(f"unknown mode {sys.argv[1]}")
