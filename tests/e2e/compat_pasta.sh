@@ -122,7 +122,7 @@ case_podman_style() {
 # 2. rootlesskit's implicit port driver: a port the container binds is
 # forwarded from the same host port ("auto", rescanned every second).
 case_implicit_port() {
-    local port done_file="$SCRATCH/tmp/implicit-done" pid sha="" i
+    local port done_file="$SCRATCH/tmp/implicit-done" pid sha=""
     port=$(free_port 127.0.0.1)
     rm -f "$done_file"
     local ARGV
@@ -132,7 +132,7 @@ case_implicit_port() {
         kill \$!"
     "${ARGV[@]}" >"$SCRATCH/logs/implicit.log" 2>&1 &
     pid=$!
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
         [ "$sha" = "$FILE_SHA" ] && break
         sleep 0.2
