@@ -72,6 +72,12 @@ cmake --build "$WORK/cmake-consumer" >/dev/null
 "$WORK/cmake-consumer/consumer"
 test -e /usr/share/man/man1/rknp-slirp4netns.1.gz || { echo "FAIL: no man page"; exit 1; }
 test -e /usr/share/man/man1/rknp-pasta.1.gz || { echo "FAIL: no rknp-pasta man page"; exit 1; }
+# The drop-in directory: what dockerd-rootless.sh, k3s and Podman 5 find
+# by the name slirp4netns; --netns-type in --help is how the first picks it.
+PATH=/usr/libexec/rknp/helpers:$PATH slirp4netns --help | grep -q -- --netns-type ||
+    { echo "FAIL: /usr/libexec/rknp/helpers/slirp4netns is not rknp-slirp4netns"; exit 1; }
+[ "$(readlink -f /usr/libexec/rknp/helpers/slirp4netns)" = /usr/bin/rknp-slirp4netns ] ||
+    { echo "FAIL: the helpers link does not lead to rknp-slirp4netns"; exit 1; }
 test -e /usr/share/man/man1/rknp-rootlesskit.1.gz || { echo "FAIL: no rknp-rootlesskit man page"; exit 1; }
 
 step "an external Go program builds against the module and loads the installed library"
