@@ -18,6 +18,12 @@
     compat_slirp4netns_helper.py podman BINARY URL [OPTION...]
         the same the way Podman runs it: from inside a user namespace (run
         this under `unshare -r`), netns path only, no --userns-path.
+    compat_slirp4netns_helper.py hardening BINARY USER DIR
+        (as root) what the API socket guarantees beyond slirp4netns: the
+        binary runs as USER with its socket and logs in DIR; one
+        "name<TAB>result" line per check (the script asserts them).
+    compat_slirp4netns_helper.py call SOCKET REQUEST
+        one request, the reply or <closed> (for a client of another uid).
 
 One request per connection: write it, half-close, read to EOF (as
 rootlesskit's and Podman's clients do). Only unix sockets; the forwards
@@ -26,6 +32,7 @@ requested listen on 127.0.0.1.
 import hashlib
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -216,8 +223,303 @@ def direct(binary, url, options, podman=False):
         target.wait()
 
 
+def ask(path, payload, half_close=True, timeout=3.0):
+    """One request on a fresh connection; (reply, seconds). The reply is
+    <closed> for EOF without a byte, <timeout> for nothing in time."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    start = time.monotonic()
+    out = b""
+    try:
+        s.sendall(payload if isinstance(payload, bytes) else payload.encode())
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except socket.timeout:
+        if not out:
+            out = b"<timeout>"
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    took = time.monotonic() - start
+    s.close()
+    return (out.decode(errors="replace") if out else "<closed>"), took
+
+
+def user_argv(user):
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
+
+
+def wait_netns(pid):
+    for _ in range(100):
+        if os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net"):
+            return
+        time.sleep(0.05)
+
+
+def open_fds(pid):
+    return {int(x) for x in os.listdir(f"/proc/{pid}/fd")}
+
+
+def limit_leaving(pid, free):
+    """The RLIMIT_NOFILE under which PID can open exactly FREE more fds."""
+    fds, limit, n = open_fds(pid), 0, 0
+    while True:
+        if limit in fds:
+            limit += 1
+        elif n == free:
+            return limit
+        else:
+            n += 1
+            limit += 1
+
+
+def set_nofile(user, pid, soft):
+    """PID's soft RLIMIT_NOFILE, set as its own USER (root may lack
+    CAP_SYS_RESOURCE, which another user's process needs); the hard limit
+    stays Server.NOFILE, so the soft one can come back."""
+    subprocess.run(user_argv(user) + ["prlimit", f"--pid={pid}",
+                                      f"--nofile={soft}:{Server.NOFILE}"], check=True)
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """BINARY -c -a DIR/NAME.sock as USER, for a fresh `unshare -rn` target;
+    serving once its banner is out."""
+    NOFILE = 8192  # 4096 forwards and the reserve, whatever root's limit
+
+    def __init__(self, binary, user, d, name, umask=0o022):
+        self.sock, self.log = f"{d}/{name}.sock", f"{d}/{name}.log"
+        self.user = user
+        self.target = subprocess.Popen(user_argv(user) + ["unshare", "-rn", "sleep", "600"])
+        wait_netns(self.target.pid)
+
+        def setup():
+            os.umask(umask)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.NOFILE, self.NOFILE))
+        out = f"{d}/{name}.out"
+        with open(out, "w") as o, open(self.log, "w") as e:
+            self.proc = subprocess.Popen(
+                user_argv(user) + [binary, "-c", "-a", self.sock, str(self.target.pid), "tap0"],
+                stdout=o, stderr=e, preexec_fn=setup)
+        for _ in range(200):
+            with open(out) as f:
+                if "Starting slirp" in f.read():
+                    break
+            time.sleep(0.05)
+        self.pid = self.proc.pid  # setpriv execs the binary
+
+    def log_text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        alive = self.proc.poll() is None
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.target.kill()
+        self.target.wait()
+        return alive
+
+
+def out(name, value):
+    print(f"{name}\t{value}", flush=True)
+
+
+def check_serving(srv, path, helper, d):
+    # 1. The socket's mode whatever the umask (the server runs under 002).
+    out("socket_mode", oct(os.stat(path).st_mode & 0o7777)[2:].zfill(4))
+    # 2. A client of another uid, past the mode (0666 for a moment): closed
+    # unanswered, one line in the log.
+    os.chmod(path, 0o666)
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        sys.executable, helper, "call", path, '{"execute": "list_hostfwd"}'],
+                       capture_output=True, text=True, timeout=20, cwd="/")
+    os.chmod(path, 0o600)
+    out("foreign_uid", r.stdout.strip() or r.stderr.strip())
+    out("foreign_uid_logged", "refused a client of uid 65534" in srv.log_text())
+    # 3. Three idle clients delay a request by nothing.
+    idle = []
+    for _ in range(3):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        idle.append(c)
+    reply, took = ask(path, '{"execute": "list_hostfwd"}', timeout=10)
+    out("idle3", f"{reply} after {took:.1f}s")
+    for c in idle:
+        c.close()
+    # 4. A request no byte can fix is answered without a half-close; a
+    # prefix of a valid one is not.
+    for name, payload in (("early_1e400", b'{"execute": "list_hostfwd", "x": 1e400'),
+                          ("early_utf8", b'{"execute": "\xff'),
+                          ("early_not_json", b"x")):
+        reply, took = ask(path, payload, half_close=False, timeout=1.5)
+        out(name, f"{reply} after {took:.1f}s")
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    c.sendall(b'{"execute": "list_')
+    c.settimeout(0.3)
+    try:
+        quiet = not c.recv(100)
+    except socket.timeout:
+        quiet = True
+    c.settimeout(3)
+    c.sendall(b'hostfwd"}')
+    out("prefix", f"quiet={quiet} then {c.recv(65536).decode(errors='replace')}")
+    c.close()
+    # 5. Sixteen clients at once; the seventeenth is closed at once.
+    idle = []
+    for _ in range(16):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        idle.append(c)
+    time.sleep(0.2)
+    reply, took = ask(path, '{"execute": "list_hostfwd"}', timeout=1.5)
+    out("client_cap", f"{reply} after {took:.1f}s")
+    for c in idle:
+        c.close()
+    time.sleep(0.1)
+    out("after_cap", ask(path, '{"execute": "list_hostfwd"}', timeout=10)[0])
+    # 6. No fd left for accept(2): clients wait, the process does not spin,
+    # and answers them once fds are back.
+    set_nofile(srv.user, srv.pid, limit_leaving(srv.pid, 0))
+    pending = []
+    for _ in range(10):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(5)
+        c.connect(path)
+        c.sendall(b'{"execute": "list_hostfwd"}')
+        c.shutdown(socket.SHUT_WR)
+        pending.append(c)
+    time.sleep(0.2)
+    lines0 = srv.log_text().count("api_handler: accept")
+    cpu0 = cpu_seconds(srv.pid)
+    time.sleep(2)
+    cpu = cpu_seconds(srv.pid) - cpu0
+    lines = srv.log_text().count("api_handler: accept") - lines0
+    set_nofile(srv.user, srv.pid, Server.NOFILE)
+    answered = 0
+    for c in pending:
+        try:
+            answered += c.recv(65536).startswith(b'{"entries":')
+        except OSError:
+            pass
+        c.close()
+    out("flood", f"cpu={cpu:.2f}s answered={answered}/10 accept_log_lines={lines}")
+    out("after_flood", ask(path, '{"execute": "list_hostfwd"}', timeout=10)[0])
+
+
+def check_forwards(srv, path):
+    # 7. At most 4096 forwards (127.1.x.y:PORT, all free while PORT is).
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    added, tries = 0, 0
+    while added < 4096 and tries < 4600:
+        host = f"127.1.{tries // 256}.{tries % 256}"
+        tries += 1
+        added += '"return"' in call(path, add("tcp" if tries % 2 else "udp", host, port, 80))
+    out("added", added)
+    out("cap", call(path, add("tcp", "127.0.0.1", port, 80)))
+    # 8. Their list, ~450 KB, whole, to a client that starts reading only
+    # after half a second: the reply waits for room in the socket (a unix
+    # socket holds ~200 KB), it is not cut where the first write stopped.
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(10)
+    c.connect(path)
+    c.sendall(b'{"execute": "list_hostfwd"}')
+    c.shutdown(socket.SHUT_WR)
+    time.sleep(0.5)
+    reply = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        reply += b
+    c.close()
+    reply = reply.decode(errors="replace")
+    try:
+        out("list", f"whole entries={len(json.loads(reply)['entries'])} bytes={len(reply)}")
+    except ValueError:
+        out("list", f"cut at {len(reply)} bytes")
+    # 9. Fewer than 64 fds left: refused; back: accepted.
+    out("remove", call(path, '{"execute": "remove_hostfwd", "arguments": {"id": 1}}'))
+    set_nofile(srv.user, srv.pid, limit_leaving(srv.pid, 30))
+    out("reserve", call(path, add("tcp", "127.2.0.1", port, 80)))
+    set_nofile(srv.user, srv.pid, Server.NOFILE)
+    out("reserve_restored", call(path, add("tcp", "127.2.0.1", port, 80)))
+
+
+def check_startup(binary, user, d):
+    target = subprocess.Popen(user_argv(user) + ["unshare", "-rn", "sleep", "600"])
+    wait_netns(target.pid)
+
+    def run(name, args, pass_fds=()):
+        try:
+            r = subprocess.run(user_argv(user) + [binary, *args, str(target.pid), "tap0"],
+                               capture_output=True, text=True, timeout=5, pass_fds=pass_fds)
+            first = r.stderr.splitlines()[0] if r.stderr else ""
+            out(name, f"exit={r.returncode} {first}")
+        except subprocess.TimeoutExpired:
+            out(name, "still running after 5s")
+    try:
+        # 10. -a at a file that is not a socket: exit 1, the file intact.
+        path = f"{d}/precious.txt"
+        with open(path, "w") as f:
+            f.write("precious\n")
+        os.chmod(d, 0o777)
+        run("regular_file", ["-c", "-a", path])
+        try:
+            with open(path) as f:
+                intact = f.read() == "precious\n"
+        except OSError:
+            intact = False
+        out("regular_file_intact", intact)
+        # 11. -r/-e: not open, the same fd, a standard stream.
+        r, w = os.pipe()
+        os.dup2(w, 9)
+        run("fd_unopened", ["-r", "77"])
+        run("fd_same", ["-r", "9", "-e", "9"], pass_fds=(9,))
+        run("fd_stdio", ["-r", "2"])
+        os.close(9)
+        os.close(r)
+        os.close(w)
+    finally:
+        target.kill()
+        target.wait()
+
+
+def hardening(binary, user, d):
+    helper = os.path.abspath(__file__)
+    srv = Server(binary, user, d, "api", umask=0o002)
+    try:
+        check_serving(srv, srv.sock, helper, d)
+        check_forwards(srv, srv.sock)
+    finally:
+        out("alive", srv.stop())
+    check_startup(binary, user, d)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] in ("direct", "podman"):
+    if sys.argv[1] == "hardening":
+        hardening(*sys.argv[2:5])
+    elif sys.argv[1] == "call":
+        print(ask(sys.argv[2], sys.argv[3], timeout=10)[0])
+    elif sys.argv[1] in ("direct", "podman"):
         direct(sys.argv[2], sys.argv[3], sys.argv[4:], podman=sys.argv[1] == "podman")
     elif sys.argv[3] == "common":
         common(sys.argv[2], *map(int, sys.argv[4:7]))

@@ -1,250 +1,219 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// slirp4netns' JSON API on a unix stream socket (--api-socket): one request
-// per connection, add_hostfwd / list_hostfwd / remove_hostfwd mapped onto
-// rknp's port forwards, with slirp4netns' replies and error texts.
+// slirp4netns' JSON API on a unix stream socket (api_socket.hpp): binding,
+// who may connect, how many at once, and the clients' place in the poll
+// loop.
 #include "api_socket.hpp"
 
-#include <arpa/inet.h>
-#include <poll.h>
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
+#include <memory>
 
 #include "cmd/common/errors.hpp"
-#include "cmd/common/monotonic.hpp"
-#include "cmd/common/rknp_handle.hpp"
 
 namespace s4n {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+// New connections taken per poll round: bounded, so a flood of them
+// cannot hold off signals, the exit fd or the clients already in.
+constexpr size_t kAcceptBurst = ApiSocket::kMaxClients;
 
-constexpr size_t kMaxRequest = 4096; // slirp4netns' buffer
-constexpr int kReadTimeoutMs = 2000;
+// The socket file's mode is 0777 less the umask at bind(2): the only way
+// to have it 0600 from the start (fchmod or chmod after bind leave a
+// window in which anyone may connect).
+class UmaskGuard {
+public:
+    explicit UmaskGuard(mode_t mask) : old_(::umask(mask)) {}
+    ~UmaskGuard() { ::umask(old_); }
+    UmaskGuard(const UmaskGuard &) = delete;
+    UmaskGuard &operator=(const UmaskGuard &) = delete;
 
-std::string error_reply(const std::string &desc) {
-    return Json{{"error", {{"desc", desc}}}}.dump();
+private:
+    mode_t old_;
+};
+
+// Threads share the umask: a temporary one is safe only in a process of
+// one thread. -1 when /proc cannot tell.
+int thread_count() {
+    std::unique_ptr<DIR, int (*)(DIR *)> dir(::opendir("/proc/self/task"),
+                                             ::closedir);
+    if (!dir) return -1;
+    int n = 0;
+    while (const dirent *e = ::readdir(dir.get()))
+        if (e->d_name[0] != '.') n++;
+    return n;
 }
 
-// parson's json_object_dotget_string: NULL unless "arguments.NAME" is a
-// string inside an "arguments" object.
-const std::string *arg_string(const Json &req, const char *name) {
-    auto a = req.find("arguments");
-    if (a == req.end() || !a->is_object()) return nullptr;
-    auto v = a->find(name);
-    if (v == a->end() || !v->is_string()) return nullptr;
-    return v->template get_ptr<const std::string *>();
-}
-
-// (int)json_object_dotget_number(...): 0 unless a number; values an int
-// cannot hold become INT_MIN, as the x86 conversion slirp4netns relies on.
-int arg_int(const Json &req, const char *name) {
-    auto a = req.find("arguments");
-    if (a == req.end() || !a->is_object()) return 0;
-    auto v = a->find(name);
-    if (v == a->end() || !v->is_number()) return 0;
-    double d = v->template get<double>();
-    if (!std::isfinite(d) || d >= 2147483648.0 || d <= -2147483649.0)
-        return INT_MIN;
-    return int(d);
-}
-
-bool parse_ipv4(const std::string &s, std::string &canonical) {
-    in_addr a{};
-    if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-    char buf[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &a, buf, sizeof buf);
-    canonical = buf;
-    return true;
-}
-
-// parson parses the first JSON value and ignores what follows; so does
-// nlohmann's stream extraction (a text may end at its first NUL, too).
-bool parse_first_value(std::string_view text, Json &out) {
-    std::string s(text.substr(0, text.find('\0')));
-    std::istringstream in(s);
-    try {
-        in >> out;
-        return true;
-    } catch (const Json::exception &) {
-        return false;
-    }
+// " (N more since the last report)" when a LogLimiter held lines back.
+std::string held_back(unsigned held) {
+    if (held == 0) return "";
+    return " (" + std::to_string(held) + " more since the last report)";
 }
 
 } // namespace
 
-std::string HostFwdApi::handle(std::string_view request) {
-    Json req;
-    if (!parse_first_value(request, req))
-        return error_reply("bad request: cannot parse JSON");
-    if (!req.is_object())
-        return error_reply("bad request: json_object() failed");
-    auto ex = req.find("execute");
-    if (ex == req.end() || !ex->is_string())
-        return error_reply("bad request: no execute found");
-    const std::string &execute = ex->get_ref<const std::string &>();
-    if (execute == "add_hostfwd") return add(req);
-    if (execute == "list_hostfwd") return list();
-    if (execute == "remove_hostfwd") return remove(req);
-    return error_reply("bad request: unknown execute");
-}
-
-template <class J> std::string HostFwdApi::add(const J &req) {
-    const std::string pre = "bad request: add_hostfwd: ";
-    Entry e{};
-    const std::string *proto = arg_string(req, "proto");
-    if (proto && *proto == "udp")
-        e.udp = true;
-    else if (proto && *proto == "tcp")
-        e.udp = false;
-    else
-        return error_reply(pre + "bad arguments.proto");
-    const std::string *host = arg_string(req, "host_addr");
-    std::string host_s = host && !host->empty() ? *host : "0.0.0.0";
-    if (!parse_ipv4(host_s, e.host_addr))
-        return error_reply(pre + "bad arguments.host_addr");
-    e.host_port = arg_int(req, "host_port");
-    if (e.host_port == 0) return error_reply(pre + "bad arguments.host_port");
-    const std::string *guest = arg_string(req, "guest_addr");
-    if (!guest || guest->empty())
-        e.guest_addr = default_guest_;
-    else if (!parse_ipv4(*guest, e.guest_addr))
-        return error_reply(pre + "bad arguments.guest_addr");
-    e.guest_port = arg_int(req, "guest_port");
-    if (e.guest_port == 0) return error_reply(pre + "bad arguments.guest_port");
-
-    rknp_forward fwd{};
-    rknp_forward_init(&fwd, sizeof fwd);
-    fwd.protocol = e.udp ? RKNP_PROTO_UDP : RKNP_PROTO_TCP;
-    fwd.host_addr = e.host_addr.c_str();
-    fwd.host_port = uint32_t(e.host_port);
-    fwd.guest_port = uint32_t(e.guest_port);
-    fwd.guest_addr = e.guest_addr.c_str();
-    // rknp checks what libslirp does not (port range, guest address inside
-    // the network); every refusal reads as slirp_add_hostfwd's failure.
-    bool ranges_ok = e.host_port > 0 && e.host_port <= 65535 &&
-                     e.guest_port > 0 && e.guest_port <= 65535;
-    rknp_error *err = nullptr;
-    if (!ranges_ok ||
-        rknp_parent_add_forward(parent_, &fwd, &e.rknp_id, &err) != RKNP_OK) {
-        std::fprintf(stderr, "api_handler: add_hostfwd: %s\n",
-                     ranges_ok ? rknp_error_message(err) : "port out of range");
-        rknp_error_free(err);
-        return error_reply(pre + "slirp_add_hostfwd failed");
+bool LogLimiter::allow(long now_ms, unsigned &suppressed) {
+    if (any_ && now_ms < next_ms_) {
+        held_++;
+        return false;
     }
-    e.id = next_id_++;
-    entries_.push_back(e);
-    return Json{{"return", {{"id", e.id}}}}.dump();
+    any_ = true;
+    next_ms_ = now_ms + period_ms_;
+    suppressed = held_;
+    held_ = 0;
+    return true;
 }
 
-std::string HostFwdApi::list() const {
-    Json arr = Json::array();
-    for (const Entry &e : entries_)
-        arr.push_back(Json{{"id", e.id},
-                           {"proto", e.udp ? "udp" : "tcp"},
-                           {"host_addr", e.host_addr},
-                           {"host_port", e.host_port},
-                           {"guest_addr", e.guest_addr},
-                           {"guest_port", e.guest_port}});
-    return Json{{"entries", arr}}.dump();
-}
-
-template <class J> std::string HostFwdApi::remove(const J &req) {
-    int id = arg_int(req, "id");
-    auto it = std::find_if(entries_.begin(), entries_.end(),
-                           [id](const Entry &e) { return e.id == id; });
-    if (it == entries_.end())
-        return error_reply("bad request: remove_hostfwd: bad arguments.id");
-    rknp_error *err = nullptr;
-    if (rknp_parent_remove_forward(parent_, it->rknp_id, &err) != RKNP_OK) {
-        std::fprintf(stderr, "api_handler: remove_hostfwd: %s\n",
-                     rknp_error_message(err));
-        rknp_error_free(err);
-        return error_reply(
-            "bad request: remove_hostfwd: slirp_remove_hostfwd failed");
-    }
-    entries_.erase(it);
-    return Json{{"return", Json::object()}}.dump();
-}
-
-ApiSocket::ApiSocket(const std::string &path, rknp_parent *parent,
-                     std::string default_guest)
-    : path_(path), api_(parent, std::move(default_guest)) {
+ApiSocket::ApiSocket(const std::string &path, ApiClient::Answer answer)
+    : path_(path), answer_(std::move(answer)) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path)
         throw cmd::Failure("the specified API socket path is too long (>= " +
-                      std::to_string(sizeof addr.sun_path) + ")");
+                           std::to_string(sizeof addr.sun_path) + ")");
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    ::unlink(path.c_str()); // avoid EADDRINUSE, as slirp4netns
-    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // slirp4netns unlinks whatever is there (to avoid EADDRINUSE); only a
+    // stale socket is ours to replace, any other file is the user's.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            throw cmd::Failure("api socket: " + path +
+                               " exists and is not a socket (left as it is)");
+        ::unlink(path.c_str());
+    }
+    if (thread_count() > 1)
+        throw cmd::Failure("api socket: must be bound before any thread "
+                           "starts (the umask is the process's)");
+    listen_.reset(
+        ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!listen_) throw cmd::sys_failure("api socket: socket");
-    if (::bind(listen_.get(), reinterpret_cast<sockaddr *>(&addr),
-               sizeof addr) < 0)
-        throw cmd::sys_failure("api socket: bind " + path);
-    if (::listen(listen_.get(), 16) < 0)
-        throw cmd::sys_failure("api socket: listen");
+    {
+        UmaskGuard mask(0177);
+        if (::bind(listen_.get(), reinterpret_cast<sockaddr *>(&addr),
+                   sizeof addr) < 0)
+            throw cmd::sys_failure("api socket: bind " + path);
+    }
+    if (::lstat(path.c_str(), &st) == 0) {
+        dev_ = st.st_dev;
+        ino_ = st.st_ino;
+    }
+    if (::listen(listen_.get(), int(kMaxClients)) < 0) {
+        int err = errno;
+        ::unlink(path.c_str()); // no destructor runs: ours to remove here
+        throw cmd::sys_failure("api socket: listen", err);
+    }
 }
 
 ApiSocket::~ApiSocket() {
     // Inside --enable-sandbox the path may be out of reach (slirp4netns
-    // leaves the file there too).
-    ::unlink(path_.c_str());
+    // leaves the file there too). Whatever replaced our socket stays.
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_dev == dev_ && st.st_ino == ino_)
+        ::unlink(path_.c_str());
 }
 
-void ApiSocket::serve_one() {
-    cmd::UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!conn) {
-        std::perror("api_handler: accept");
-        return;
+size_t ApiSocket::fill(std::vector<pollfd> &fds, long now_ms) {
+    size_t first = fds.size();
+    listening_ = now_ms >= accept_paused_until_;
+    if (listening_) fds.push_back({listen_.get(), POLLIN, 0});
+    for (const ApiClient &c : clients_) fds.push_back({c.fd(), c.events(), 0});
+    return fds.size() - first;
+}
+
+int ApiSocket::timeout_ms(long now_ms) const {
+    long next = LONG_MAX;
+    if (now_ms < accept_paused_until_) next = accept_paused_until_;
+    for (const ApiClient &c : clients_) next = std::min(next, c.deadline());
+    if (next == LONG_MAX) return -1;
+    return int(std::clamp(next - now_ms, 0L, long(INT_MAX)));
+}
+
+void ApiSocket::dispatch(std::span<const pollfd> mine, long now_ms) {
+    size_t at = 0;
+    bool incoming = false;
+    if (listening_ && at < mine.size()) incoming = mine[at++].revents != 0;
+    // The clients are those fill() listed, in its order: none came or went
+    // since. Each steps on its own revents and its own deadline.
+    for (ApiClient &c : clients_) {
+        short revents = at < mine.size() ? mine[at++].revents : 0;
+        c.step(revents, now_ms, answer_);
     }
-    // Read until EOF, a complete JSON value, the size limit or a deadline,
-    // so neither split writes nor an idle client wedge the process.
-    std::string buf;
-    long start = cmd::now_ms();
-    Json probe;
-    for (;;) {
-        long elapsed = cmd::now_ms() - start;
-        pollfd p{conn.get(), POLLIN, 0};
-        int r = ::poll(&p, 1, int(std::max(0L, kReadTimeoutMs - elapsed)));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        char chunk[kMaxRequest];
-        ssize_t n = ::recv(conn.get(), chunk, kMaxRequest - buf.size(), 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        buf.append(chunk, size_t(n));
-        if (buf.size() >= kMaxRequest || parse_first_value(buf, probe)) break;
+    std::erase_if(clients_, [](const ApiClient &c) { return c.done(); });
+    if (incoming) accept_some(now_ms);
+}
+
+void ApiSocket::accept_some(long now_ms) {
+    for (size_t i = 0; i < kAcceptBurst; i++) {
+        cmd::UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr,
+                                   SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!fd) {
+            int err = errno;
+            if (err == EINTR || err == ECONNABORTED) continue;
+            if (err == EAGAIN || err == EWOULDBLOCK) return;
+            unsigned held = 0;
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+                err == ENOMEM) {
+                // The connection stays queued and the listener readable:
+                // polling it now would spin. Off the poll set for a while;
+                // one line per pause.
+                accept_paused_until_ = now_ms + kAcceptPauseMs;
+                if (accept_log_.allow(now_ms, held))
+                    std::fprintf(stderr,
+                                 "api_handler: accept: %s; not accepting for "
+                                 "%ld ms%s\n",
+                                 std::strerror(err), kAcceptPauseMs,
+                                 held_back(held).c_str());
+            } else if (accept_log_.allow(now_ms, held)) {
+                std::fprintf(stderr, "api_handler: accept: %s%s\n",
+                             std::strerror(err), held_back(held).c_str());
+            }
+            return;
+        }
+        if (clients_.size() >= kMaxClients) {
+            unsigned held = 0;
+            if (full_log_.allow(now_ms, held))
+                std::fprintf(stderr,
+                             "api_handler: %zu clients already, closing a new "
+                             "one%s\n",
+                             clients_.size(), held_back(held).c_str());
+            continue; // closed unanswered
+        }
+        if (!peer_allowed(fd.get(), now_ms)) continue;
+        clients_.emplace_back(std::move(fd), now_ms);
     }
-    std::string reply;
-    if (buf.size() >= kMaxRequest) {
-        std::fprintf(stderr, "api_handler: too large message (>= %zu bytes)\n",
-                     buf.size());
-        reply = error_reply("bad request: too large message");
-    } else {
-        std::fprintf(stderr, "api_handler: got request: %s\n", buf.c_str());
-        reply = api_.handle(buf);
-    }
-    size_t off = 0;
-    while (off < reply.size()) {
-        ssize_t n = ::send(conn.get(), reply.data() + off, reply.size() - off,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        off += size_t(n);
-    }
-    ::shutdown(conn.get(), SHUT_RDWR);
+}
+
+// The socket's mode keeps others out of a directory they can reach; this
+// holds whatever the directory and the mode are (and for clients that
+// pass its check with CAP_DAC_OVERRIDE and another uid). The process's own
+// uid and root (in the namespace the process is in now: rootlesskit's uid
+// once the sandbox entered its user namespace) are the API's users.
+bool ApiSocket::peer_allowed(int fd, long now_ms) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return false;
+    uid_t me = ::geteuid();
+    if (cred.uid == me || cred.uid == 0) return true;
+    unsigned held = 0;
+    if (refused_log_.allow(now_ms, held))
+        std::fprintf(stderr,
+                     "api_handler: refused a client of uid %u (pid %d): only "
+                     "uid %u and root may use the API%s\n",
+                     unsigned(cred.uid), int(cred.pid), unsigned(me),
+                     held_back(held).c_str());
+    return false;
 }
 
 } // namespace s4n

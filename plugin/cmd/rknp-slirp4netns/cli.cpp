@@ -4,6 +4,7 @@
 // messages and exit codes (--help, --version, usage errors).
 #include "cli.hpp"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "cmd/common/version.hpp"
 
@@ -100,6 +102,36 @@ enum : int {
     kDeprecatedNoHostLoopback,
     kDeprecatedCreateSandbox,
 };
+
+// slirp4netns takes any number. One that is not open is noticed only when
+// written (-r) or polled (-e), and by then a socket this process opened may
+// have it: -r writes "1" to the API socket's listener and closes it, -e
+// ends the run as soon as anyone connects; -r = -e closes the exit fd and
+// the run ends at once. Checked here, before this process opens anything.
+// -r is closed once written: 0, 1 or 2 there would hand the standard
+// stream's number to the next socket (stderr's log lines into an API
+// client). -e is only polled, never closed: stdin as the exit pipe stays
+// possible, as with slirp4netns.
+void check_fds(const Options &o, const char *argv0) {
+    if (o.ready_fd >= 0 && o.ready_fd <= 2) {
+        std::fprintf(stderr, "ready-fd must not be 0, 1 or 2 (it is closed "
+                             "once written)\n");
+        usage_error(argv0);
+    }
+    for (auto [fd, name] : {std::pair{o.ready_fd, "ready-fd"},
+                            std::pair{o.exit_fd, "exit-fd"}}) {
+        if (fd >= 0 && ::fcntl(fd, F_GETFD) < 0) {
+            std::fprintf(stderr, "%s %d is not an open file descriptor\n",
+                         name, fd);
+            usage_error(argv0);
+        }
+    }
+    if (o.ready_fd >= 0 && o.ready_fd == o.exit_fd) {
+        std::fprintf(stderr, "ready-fd and exit-fd must be different file "
+                             "descriptors\n");
+        usage_error(argv0);
+    }
+}
 
 } // namespace
 
@@ -253,6 +285,7 @@ Options parse_args(int argc, char *const argv[]) {
         o.netns_path = argv[optind];
     }
     o.tapname = argv[optind + 1];
+    check_fds(o, argv[0]);
     return o;
 }
 

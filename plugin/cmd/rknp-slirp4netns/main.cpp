@@ -17,11 +17,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "api_socket.hpp"
+#include "hostfwd_api.hpp"
 #include "cmd/common/child_process.hpp"
 #include "cli.hpp"
 #include "cmd/common/errors.hpp"
@@ -167,19 +170,22 @@ std::optional<Outcome> wait_for_child(cmd::ChildProcess &child, int sigfd,
     }
 }
 
+// One poll over the signals, the exit fd, the API's listener and every
+// API client: no client waits on another, nor do signals and the exit fd.
 Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
+    std::vector<pollfd> fds;
     for (;;) {
-        std::vector<pollfd> fds{{sigfd, POLLIN, 0}};
-        int exit_idx = -1, api_idx = -1;
+        long now = cmd::now_ms();
+        fds.clear();
+        fds.push_back({sigfd, POLLIN, 0});
+        size_t exit_idx = 0;
         if (exit_fd >= 0) {
-            exit_idx = int(fds.size());
+            exit_idx = fds.size();
             fds.push_back({exit_fd, POLLIN, 0});
         }
-        if (api) {
-            api_idx = int(fds.size());
-            fds.push_back({api->fd(), POLLIN, 0});
-        }
-        int r = ::poll(fds.data(), fds.size(), -1);
+        size_t api_first = fds.size();
+        size_t api_count = api ? api->fill(fds, now) : 0;
+        int r = ::poll(fds.data(), fds.size(), api ? api->timeout_ms(now) : -1);
         if (r < 0) {
             if (errno == EINTR) continue;
             throw cmd::sys_failure("poll");
@@ -187,11 +193,13 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
         if (fds[0].revents & POLLIN) {
             if (int sig = read_signal(sigfd)) return Outcome{0, sig};
         }
-        if (exit_idx >= 0 && fds[size_t(exit_idx)].revents) {
+        if (exit_idx > 0 && fds[exit_idx].revents) {
             std::fprintf(stderr, "exitfd event\n");
             return Outcome{0, 0};
         }
-        if (api_idx >= 0 && fds[size_t(api_idx)].revents) api->serve_one();
+        if (api)
+            api->dispatch(std::span(fds).subspan(api_first, api_count),
+                          cmd::now_ms());
     }
 }
 
@@ -232,9 +240,14 @@ Outcome run(int argc, char *argv[]) {
         std::printf("NOTE: without --configure the tap is left without an "
                     "address (rknp sets link up, MTU and offloads)\n");
 
+    // Bound here, while the process has one thread (ApiSocket's umask).
+    RknpForwards forwards(parent.get());
+    HostFwdApi hostfwd(forwards, netcfg.recommended_guest());
     std::optional<ApiSocket> api;
     if (o.api_socket)
-        api.emplace(*o.api_socket, parent.get(), netcfg.recommended_guest());
+        api.emplace(*o.api_socket, [&hostfwd](std::string_view request) {
+            return hostfwd.handle(request);
+        });
     cmd::UniqueFd sigfd = block_signals();
 
     if (o.enable_sandbox) {
