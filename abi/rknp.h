@@ -168,6 +168,25 @@ enum {
  * full queue drops records and reports how many), so it must be
  * thread-safe. msg is valid only for the duration of the call. The library
  * never writes to stdout or stderr.
+ *
+ * Calling the library from inside the callback. "Inside" means while the
+ * calling thread runs any parent's log callback (a parent's or another
+ * one's, on the logger thread or on a thread in a library call):
+ *  - these work as anywhere else: the functions without a parent handle
+ *    (rknp_error_*, the versions, the *_init functions,
+ *    rknp_child_configure), rknp_parent_new, rknp_parent_network,
+ *    _opaque_count, _opaque_get, _stats, _list_forwards, _add_forward and
+ *    _remove_forward. A forward added from the callback logs its own line:
+ *    the callback runs again, nested, on the same thread;
+ *  - rknp_parent_close only asks the stack to stop and returns at once
+ *    (rknp_parent_close);
+ *  - rknp_parent_start fails with RKNP_ERR_STATE, its message saying it
+ *    was called from the log callback;
+ *  - rknp_parent_free does not free the handle (rknp_parent_free).
+ * None of these deadlocks: the library runs the callback holding no lock
+ * that they take (the one that orders log records is bypassed by a call
+ * from inside the callback), and _add_forward and _remove_forward wait
+ * only for the stack thread, which never waits for the callback.
  */
 typedef void (*rknp_log_fn)(void *user_data, int32_t level, const char *msg);
 
@@ -337,10 +356,14 @@ RKNP_API rknp_status rknp_parent_new(const rknp_config *cfg,
  * directory (not a symlink) owned by the caller's euid that group and
  * others cannot write to (RKNP_ERR_PERMISSION otherwise). Only a process
  * whose pid is child_pid and whose uid is the caller's, and which knows the
- * token in the opaque pairs, may hand over the tap; other peers are refused,
- * logged at RKNP_LOG_ERROR and counted. Callable once per handle
- * (RKNP_ERR_STATE otherwise). Thread-safe with respect to other calls on the
- * same handle.
+ * token in the opaque pairs, may hand over the tap; other peers are refused
+ * and counted (rknp_stats.handovers_refused), and logged at RKNP_LOG_ERROR,
+ * at most 10 lines a minute (a notice says when the lines stop; the next
+ * line says how many were left out). A start that fails leaves the handle
+ * as it was before it (no socket file, no thread) and may be retried; once
+ * one succeeded, or after rknp_parent_close, RKNP_ERR_STATE. From inside
+ * the log callback: RKNP_ERR_STATE (rknp_log_fn). Thread-safe with respect
+ * to other calls on the same handle.
  */
 RKNP_API rknp_status rknp_parent_start(rknp_parent *p, const char *state_dir,
                                        int32_t child_pid, rknp_error **err);
@@ -403,7 +426,8 @@ typedef struct rknp_stats {
                                       to the guest, malformed frames from
                                       it, IPv4 fragments that could not be
                                       reassembled */
-    uint64_t handovers_refused;    /* peers refused on the hand-over socket */
+    uint64_t handovers_refused;    /* peers refused on the hand-over socket
+                                      (every one; the log has a few) */
     /* 1.2 */
     uint64_t segments_merged;      /* guest-bound TCP segments that went out
                                       merged with others in a GSO frame */
@@ -469,14 +493,22 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
  * hand-over socket (the socket file is removed). Blocks until the thread
  * has exited and every queued log record was delivered. Idempotent;
  * callable from any thread except from inside the log callback (there it
- * only asks the stack to stop; a later call from another thread waits).
- * NULL is a no-op. The handle stays valid for rknp_parent_free
- * and the query functions.
+ * only asks the stack to stop and returns at once; a later call from
+ * outside the callback waits; rknp_log_fn). NULL is a no-op. The handle
+ * stays valid for rknp_parent_free and the query functions.
  */
 RKNP_API void rknp_parent_close(rknp_parent *p);
 
-/** Closes p if needed and frees it. NULL is a no-op. Must be called once,
- *  when no other thread uses p. */
+/**
+ * Closes p if needed and frees it. NULL is a no-op. Must be called once,
+ * when no other thread uses p, and not from inside the log callback: there
+ * the thread is still using p (the library call that logged, or the
+ * library's logger thread, which cannot wait for itself), so the call is
+ * refused: p is not freed and stays valid, it is asked to stop as
+ * rknp_parent_close from the callback does, and the first refusal on p is
+ * logged at RKNP_LOG_ERROR. Call rknp_parent_free(p) again from outside
+ * the callback; that call frees it.
+ */
 RKNP_API void rknp_parent_free(rknp_parent *p);
 
 /* ------------------------------------------------------------------------ */

@@ -195,7 +195,18 @@ RKNP_API void rknp_parent_close(rknp_parent *p) {
     if (p != nullptr) p->impl.close();
 }
 
-RKNP_API void rknp_parent_free(rknp_parent *p) { delete p; }
+RKNP_API void rknp_parent_free(rknp_parent *p) {
+    if (p == nullptr) return;
+    // From inside a log callback the handle is still in use on this very
+    // thread (the call that logged, or the logger thread it would have to
+    // join): freeing it would end in std::terminate or a use after free.
+    // Refused instead; rknp.h says so.
+    if (rknp::Parent::in_log_callback()) {
+        p->impl.refuse_free();
+        return;
+    }
+    delete p;
+}
 
 RKNP_API rknp_status rknp_child_options_init(rknp_child_options *opts,
                                              uint32_t struct_size) {

@@ -64,6 +64,10 @@ void LogQueue::stop() noexcept {
         (void)!::write(wake_.get(), &one, sizeof one);
         thread_.join();
     }
+    // The wake-up goes with the thread (start makes a new one): a stopped
+    // queue holds no fd. The producer, joined before stop (Parent), sees
+    // no wake_ and leaves its records to the next deliver() or stop().
+    wake_.reset();
     // Records pushed after the thread's last round.
     std::lock_guard lock(deliver_mu_);
     drain_locked();
@@ -102,9 +106,14 @@ void LogQueue::deliver(int32_t level, std::string_view msg) noexcept {
 
 void LogQueue::call(int32_t level, const char *msg) noexcept {
     if (fn_ == nullptr) return;
+    // Restored, not cleared: a call the callback makes may log and so run
+    // the callback again on this thread; the outer one is still running
+    // after it returns (a cleared flag would let the outer callback's next
+    // log take deliver_mu_, which this thread holds, or a close join).
+    const bool outer = t_in_callback;
     t_in_callback = true;
     fn_(user_, level, msg);
-    t_in_callback = false;
+    t_in_callback = outer;
 }
 
 void LogQueue::drain_locked() noexcept {

@@ -32,8 +32,9 @@ public:
     // Starts the logger thread; throws Error. Until then (and after
     // stop) queued records wait for the next deliver() or stop().
     void start();
-    // Delivers every queued record, then ends the logger thread.
-    // Idempotent; not from inside the callback (in_callback()).
+    // Delivers every queued record, then ends the logger thread and closes
+    // its wake-up fd. Idempotent; not from inside the callback
+    // (in_callback()), nor while the producer may push.
     void stop() noexcept;
 
     // The single producer (the stack thread): copies msg into the ring and

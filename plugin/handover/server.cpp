@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -128,9 +129,36 @@ UniqueFd open_state_dir(const std::string &dir) {
     return fd;
 }
 
+// /dev/net/tun: the misc character device 10:200 (the kernel's
+// Documentation/admin-guide/devices.txt); every tun/tap fd is one of it.
+constexpr unsigned kTunMajor = 10;
+constexpr unsigned kTunMinor = 200;
+
+// Whether fd is /dev/net/tun's character device, asked without waiting on
+// anyone: AT_STATX_DONT_SYNC takes what the kernel has cached, where a plain
+// fstat of a FUSE file may ask its server first. Falls back to fstat where
+// statx is missing or filtered (old kernels, container seccomp profiles).
+bool is_tun_device(int fd) {
+    struct statx stx {};
+    if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0)
+        return S_ISCHR(stx.stx_mode) && stx.stx_rdev_major == kTunMajor &&
+               stx.stx_rdev_minor == kTunMinor;
+    if (errno != ENOSYS && errno != EPERM) return false;
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+           major(st.st_rdev) == kTunMajor && minor(st.st_rdev) == kTunMinor;
+}
+
 // Throws unless fd is a tap (IFF_TAP, IFF_NO_PI) named ifname; returns
 // whether frames carry a virtio-net header.
 bool check_tap(int fd, const std::string &ifname) {
+    // The device first, the ioctl only then: an ioctl runs whatever the
+    // fd's driver does with it, and a FUSE or CUSE file's is served by
+    // another process that may never answer, which would hold up the stack
+    // thread (and every guest) for good.
+    if (!is_tun_device(fd))
+        throw Error(RKNP_ERR_PROTOCOL,
+                    "hand-over: the fd is not a tun/tap device");
     ifreq ifr{};
     if (::ioctl(fd, TUNGETIFF, &ifr) < 0)
         throw Error(RKNP_ERR_PROTOCOL,

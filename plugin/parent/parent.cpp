@@ -14,6 +14,7 @@
 
 #include <future>
 #include <optional>
+#include <system_error>
 
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
@@ -39,9 +40,11 @@ std::unique_ptr<LogQueue> log_queue_for(const Logger &l) {
 
 } // namespace
 
-Parent::Parent(ParentConfig cfg)
+Parent::Parent(ParentConfig cfg, std::function<void()> before_stack_thread)
     : logs_(log_queue_for(cfg.logger)), cfg_(std::move(cfg)),
-      stack_cfg_(cfg_) {
+      stack_cfg_(cfg_), before_stack_thread_(std::move(before_stack_thread)),
+      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (!wake_) throw_errno("eventfd");
     if (logs_) {
         cfg_.logger = Logger::through(*logs_);
         stack_cfg_.logger = Logger::queued(*logs_);
@@ -51,11 +54,29 @@ Parent::Parent(ParentConfig cfg)
 Parent::~Parent() { close(); }
 
 void Parent::start(const std::string &state_dir, pid_t child_pid) {
-    std::lock_guard lock(mu_);
+    // A failed start stops the logger thread, which a callback cannot wait
+    // for (it may run on it); and nothing needs a parent started there.
+    if (LogQueue::in_callback())
+        throw Error(RKNP_ERR_STATE,
+                    "rknp_parent_start called from the log callback: not "
+                    "allowed there; call it from outside the callback");
+    Lines lines;
+    {
+        std::lock_guard lock(mu_);
+        lines = start_locked(state_dir, child_pid);
+    }
+    // Once mu_ is released, so that the callback may call back in.
+    for (const auto &[level, text] : lines) cfg_.logger.log(level, text);
+}
+
+Parent::Lines Parent::start_locked(const std::string &state_dir,
+                                   pid_t child_pid) {
     if (state_ != State::Created)
         throw Error(RKNP_ERR_STATE, state_ == State::Running
                                         ? "parent already started"
                                         : "parent is closed");
+    // Closed from a log callback before it was ever started.
+    if (stop_.load()) throw Error(RKNP_ERR_STATE, "parent is closed");
     if (child_pid <= 0)
         throw_invalid("invalid child_pid \"" + std::to_string(child_pid) +
                       "\": must be a process id");
@@ -69,113 +90,139 @@ void Parent::start(const std::string &state_dir, pid_t child_pid) {
     uint64_t soft = 0;
     if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
         soft = nofile.rlim_cur;
-    uint32_t configured = cfg_.max_flows;
-    cfg_.max_flows = effective_max_flows(configured, soft);
-    stack_cfg_.max_flows = cfg_.max_flows;
-    // The stack thread's records reach the callback from this thread.
-    if (logs_) logs_->start();
+    const uint32_t configured = cfg_.max_flows;
+    const uint32_t effective = effective_max_flows(configured, soft);
     std::string path = state_dir + "/rknp.sock";
     handover::Tokens tokens = handover::random_tokens();
-    handover::Server server(handover::listen_socket(state_dir, "rknp.sock"),
-                            child_pid, ::geteuid(), tokens, kHelloTimeoutMs);
-    wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!wake_) {
-        ::unlink(path.c_str());
-        throw_errno("eventfd");
-    }
+    // What can fail without side effects comes first: past the socket's
+    // creation, only launching the stack thread may.
+    KeyValues opaque = ChildSetup::make(cfg_, path, tokens).encode();
+    Lines lines;
+    lines.emplace_back(
+        RKNP_LOG_INFO,
+        "guest flows: at most " + std::to_string(effective) +
+            " host sockets (configured " + std::to_string(configured) +
+            ", RLIMIT_NOFILE " +
+            (soft != 0 ? std::to_string(soft) : std::string("unlimited")) + "), " +
+            std::to_string(cfg_.max_new_flows_per_sec) + " new flows per second");
+    lines.emplace_back(RKNP_LOG_INFO, std::string("stack started (libslirp ") +
+                                          slirp_version_string() +
+                                          "), waiting for the tap on " + path);
+    if (std::string w = libslirp_bug_warning(slirp_version_string()); !w.empty())
+        lines.emplace_back(RKNP_LOG_WARN, std::move(w));
 
-    // libslirp is created, run and destroyed on the stack thread only.
-    std::promise<void> ready;
-    auto ready_future = ready.get_future();
-    thread_ = std::thread([this, server = std::move(server),
-                           ready = std::move(ready)]() mutable {
-        // Before anything else: libslirp writes to host sockets without
-        // MSG_NOSIGNAL (SIGPIPE becomes EPIPE), and the caller's signals
-        // belong to its own threads.
-        block_all_signals();
-        // This thread logs through logs_ only: it never runs the caller's
-        // callback (Go code, in rootlesskit), whatever it logs.
-        std::unique_ptr<StackLoop> loop;
-        try {
-            loop = std::make_unique<StackLoop>(stack_cfg_, std::move(server),
-                                               wake_.get(), stop_, stats_,
-                                               tasks_);
-        } catch (...) {
-            ready.set_exception(std::current_exception());
-            return;
-        }
-        // Everything this thread opens at start is open: from here on it
-        // runs confined (no new files, no exec; docs/security.md, "The
-        // stack thread's sandbox").
-        if (stack_cfg_.sandbox)
-            stats_.sandbox.store(confine_stack_thread(stack_cfg_.logger));
-        else
-            stack_cfg_.logger.info("sandbox on the stack thread: off "
-                                   "(disable_sandbox)");
-        ready.set_value();
-        // Nothing may leave this thread: an exception here would end
-        // rootlesskit (std::terminate) and every container with it. One
-        // that stops the loop stops the parent as close() would.
-        if (!run_catching_all(stack_cfg_.logger,
-                              "stack thread stopped, the network is down",
-                              [&] { loop->run(); }))
-            stop_.store(true);
-        run_catching_all(stack_cfg_.logger, "stack thread teardown", [&] {
-            loop.reset(); // libslirp and its sockets go with this thread
-            stats_.tap_attached.store(false);
-            // Requests that raced with the stop learn that the stack is gone.
-            for (auto &task : tasks_.close()) task(nullptr);
-        });
-    });
+    // The stack thread's records reach the callback from this thread.
+    if (logs_) logs_->start();
+    bool socket_created = false;
     try {
-        ready_future.get();
+        handover::Server server(handover::listen_socket(state_dir, "rknp.sock"),
+                                child_pid, ::geteuid(), tokens, kHelloTimeoutMs);
+        socket_created = true;
+        cfg_.max_flows = effective;
+        stack_cfg_.max_flows = effective;
+        launch_stack_thread(std::move(server));
     } catch (...) {
-        thread_.join();
-        wake_.reset();
-        ::unlink(path.c_str());
+        // A failed start leaves the handle as it found it: no socket file
+        // (a retry or the child must not find a dead one), no logger
+        // thread, the configuration and counters as before. The stack
+        // thread, if it ran, is joined already.
+        if (socket_created) ::unlink(path.c_str());
+        cfg_.max_flows = configured;
+        stack_cfg_.max_flows = configured;
+        stats_.tcp_peek_mode.store(0);
+        stats_.sandbox.store(0);
         if (logs_) logs_->stop(); // what the stack thread said before failing
         throw;
     }
-    socket_path_ = path;
-    opaque_ = ChildSetup::make(cfg_, path, tokens).encode();
+    socket_path_ = std::move(path);
+    opaque_ = std::move(opaque);
     state_ = State::Running;
     started_.store(true);
-    cfg_.logger.info("guest flows: at most " + std::to_string(cfg_.max_flows) +
-                     " host sockets (configured " + std::to_string(configured) +
-                     ", RLIMIT_NOFILE " +
-                     (soft != 0 ? std::to_string(soft) : std::string("unlimited")) +
-                     "), " + std::to_string(cfg_.max_new_flows_per_sec) +
-                     " new flows per second");
-    cfg_.logger.info(std::string("stack started (libslirp ") +
-                     slirp_version_string() + "), waiting for the tap on " +
-                     path);
-    if (std::string w = libslirp_bug_warning(slirp_version_string()); !w.empty())
-        cfg_.logger.warn(w);
+    return lines;
+}
+
+void Parent::launch_stack_thread(handover::Server server) {
+    // The stack thread's error comes back as plain data (ErrorRecord).
+    std::promise<std::optional<ErrorRecord>> ready;
+    auto ready_future = ready.get_future();
+    try {
+        if (before_stack_thread_) before_stack_thread_();
+        // libslirp is created, run and destroyed on the stack thread only.
+        thread_ = std::thread([this, server = std::move(server),
+                               ready = std::move(ready)]() mutable {
+            // Before anything else: libslirp writes to host sockets without
+            // MSG_NOSIGNAL (SIGPIPE becomes EPIPE), and the caller's signals
+            // belong to its own threads.
+            block_all_signals();
+            // This thread logs through logs_ only: it never runs the caller's
+            // callback (Go code, in rootlesskit), whatever it logs.
+            std::unique_ptr<StackLoop> loop;
+            try {
+                loop = std::make_unique<StackLoop>(stack_cfg_, std::move(server),
+                                                   wake_.get(), stop_, stats_,
+                                                   tasks_);
+            } catch (...) {
+                ready.set_value(current_error());
+                return;
+            }
+            // Everything this thread opens at start is open: from here on it
+            // runs confined (no new files, no exec; docs/security.md, "The
+            // stack thread's sandbox").
+            if (stack_cfg_.sandbox)
+                stats_.sandbox.store(confine_stack_thread(stack_cfg_.logger));
+            else
+                stack_cfg_.logger.info("sandbox on the stack thread: off "
+                                       "(disable_sandbox)");
+            ready.set_value(std::nullopt);
+            // Nothing may leave this thread: an exception here would end
+            // rootlesskit (std::terminate) and every container with it. One
+            // that stops the loop stops the parent as close() would.
+            if (!run_catching_all(stack_cfg_.logger,
+                                  "stack thread stopped, the network is down",
+                                  [&] { loop->run(); }))
+                stop_.store(true);
+            run_catching_all(stack_cfg_.logger, "stack thread teardown", [&] {
+                loop.reset(); // libslirp and its sockets go with this thread
+                stats_.tap_attached.store(false);
+                // Requests that raced with the stop learn that the stack is gone.
+                for (auto &task : tasks_.close()) task(nullptr);
+            });
+        });
+    } catch (const std::system_error &e) {
+        // No thread: the lambda, and the server's listening socket with it,
+        // are gone already.
+        throw Error(RKNP_ERR_SYSTEM,
+                    std::string("starting the stack thread: ") + e.what());
+    }
+    if (std::optional<ErrorRecord> failed = ready_future.get()) {
+        thread_.join();
+        throw Error(failed->code, failed->message);
+    }
+}
+
+void Parent::request_stop() noexcept {
+    stop_.store(true);
+    uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);
 }
 
 void Parent::close() noexcept {
-    if (LogQueue::in_callback() ||
-        std::this_thread::get_id() == thread_.get_id()) {
+    if (LogQueue::in_callback()) {
         // From inside the log callback (on the logger thread, or holding
         // the queue's delivery lock): joining would deadlock. Ask the loop
-        // to stop; a later close() from another thread joins.
-        stop_.store(true);
-        if (wake_) {
-            uint64_t one = 1;
-            (void)!::write(wake_.get(), &one, sizeof one);
-        }
+        // to stop; a later close() from another thread joins. Touches
+        // only stop_ and wake_, never mu_ or thread_: the thread running
+        // the callback may hold mu_ (close's own delivery below), and
+        // start may be writing thread_ on another thread.
+        request_stop();
         return;
     }
     std::lock_guard lock(mu_);
     if (state_ == State::Closed) return;
     if (state_ == State::Running) {
-        stop_.store(true);
-        uint64_t one = 1;
-        (void)!::write(wake_.get(), &one, sizeof one);
+        request_stop();
         if (thread_.joinable()) thread_.join();
         stats_.sandbox.store(0);
-        // wake_ stays open until destruction: a racing on_stack may still
-        // write to it.
         ::unlink(socket_path_.c_str());
         stats_.tap_attached.store(false);
         // libslirp and its listening sockets are gone with the thread.
@@ -183,8 +230,22 @@ void Parent::close() noexcept {
         fwds_.clear();
     }
     // Every record the stack thread queued reaches the callback first.
+    // With mu_ held: a second close() waits for this delivery too, and no
+    // call allowed from the callback takes mu_ (start is refused there,
+    // close does not wait), so the callback cannot deadlock on it.
     if (logs_) logs_->stop();
     state_ = State::Closed;
+}
+
+void Parent::refuse_free() noexcept {
+    request_stop();
+    // Once per handle: a callback that frees on every error line would
+    // otherwise recurse without end on this very line.
+    if (!free_refusal_logged_.exchange(true))
+        cfg_.logger.error("rknp_parent_free called from the log callback: not "
+                          "freed (the parent was asked to stop, as "
+                          "rknp_parent_close from there does); call "
+                          "rknp_parent_free again from outside the callback");
 }
 
 void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
@@ -204,7 +265,7 @@ void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
         }
     });
     if (!queued) throw Error(RKNP_ERR_STATE, "parent is not running");
-    uint64_t one = 1;
+    uint64_t one = 1; // not request_stop: wakes without stopping
     (void)!::write(wake_.get(), &one, sizeof one);
     if (std::optional<ErrorRecord> failed = result.get())
         throw Error(failed->code, failed->message);
@@ -212,14 +273,19 @@ void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
 
 uint32_t Parent::add_forward(const rknp_forward &f) {
     ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr);
-    std::lock_guard lock(fwd_mu_);
-    // Before the duplicate check: a closed parent's table is stale.
-    if (!started_.load() || stop_.load())
-        throw Error(RKNP_ERR_STATE, "parent is not running");
-    fwds_.check_new(spec);
+    uint32_t id = 0;
     bool fast = false;
-    on_stack([&](StackLoop &loop) { fast = loop.add_forward(spec); });
-    uint32_t id = fwds_.insert(spec);
+    {
+        std::lock_guard lock(fwd_mu_);
+        // Before the duplicate check: a closed parent's table is stale.
+        if (!started_.load() || stop_.load())
+            throw Error(RKNP_ERR_STATE, "parent is not running");
+        fwds_.check_new(spec);
+        on_stack([&](StackLoop &loop) { fast = loop.add_forward(spec); });
+        id = fwds_.insert(spec);
+    }
+    // Logged once fwd_mu_ is released: the callback runs on this thread and
+    // may list, add or remove forwards itself (rknp.h, rknp_log_fn).
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
                      " -> " + format_ipv4(spec.guest) + ":" +
                      std::to_string(spec.guest_port) +
@@ -228,6 +294,7 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
 }
 
 void Parent::remove_forward(uint32_t id) {
+    // Logs nothing: if it ever does, after releasing fwd_mu_ (add_forward).
     std::lock_guard lock(fwd_mu_);
     if (!started_.load() || stop_.load())
         throw Error(RKNP_ERR_STATE, "parent is not running");

@@ -230,7 +230,22 @@ void StackLoop::adopt_tap(handover::Accepted &&a) {
 
 void StackLoop::handover_refused(const std::string &why) {
     Stats::add(stats_.handovers_refused, 1);
-    cfg_.logger.error(why);
+    uint64_t left_out = 0;
+    if (!handover_log_.admit(now_ms_, left_out)) {
+        if (!handover_log_muted_)
+            cfg_.logger.error("hand-over refusals: more than " +
+                              std::to_string(kHandoverLogBurst) + " in " +
+                              std::to_string(kHandoverLogPeriodMs / 1000) +
+                              " s; further ones are counted "
+                              "(rknp_stats.handovers_refused) and logged at "
+                              "most that often");
+        handover_log_muted_ = true;
+        return;
+    }
+    handover_log_muted_ = false;
+    cfg_.logger.error(left_out == 0 ? why
+                                    : why + " (" + std::to_string(left_out) +
+                                          " more refused hand-overs not logged)");
 }
 
 StackLoop::HandoverPolls StackLoop::poll_handover() {

@@ -24,6 +24,7 @@
 #include "common/clock.hpp"
 #include "common/config.hpp"
 #include "common/fd.hpp"
+#include "common/log_limiter.hpp"
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
 #include "datapath/event_source.hpp"
@@ -127,6 +128,14 @@ private:
     FlowLimits limits_;  // before slirp_ and fast_, which point at it
     uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
     int64_t refusal_logged_ms_ = 0;
+    // Refused hand-over peers: anyone who can reach the socket decides how
+    // often, so at most kHandoverLogBurst lines a kHandoverLogPeriodMs
+    // (every one counted in Stats::handovers_refused), and one notice when
+    // the lines stop.
+    static constexpr uint32_t kHandoverLogBurst = 10;
+    static constexpr int64_t kHandoverLogPeriodMs = 60000;
+    LogLimiter handover_log_{kHandoverLogBurst, kHandoverLogPeriodMs};
+    bool handover_log_muted_ = false;
     // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<tcp::FastPath> fast_;
     // The forwards fast_ (TCP) and udp_fast_ (UDP) listen for.
