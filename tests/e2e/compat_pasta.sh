@@ -122,27 +122,9 @@ case_podman_style() {
 # 2. rootlesskit's implicit port driver: a port the container binds is
 # forwarded from the same host port ("auto", rescanned every second).
 case_implicit_port() {
-    local port done_file="$SCRATCH/tmp/implicit-done" pid sha=""
+    local port
     port=$(free_port 127.0.0.1)
-    rm -f "$done_file"
-    local ARGV
-    rk_argv "$1" --copy-up=/etc -- sh -c "
-        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH/www' $port >/dev/null 2>&1 &
-        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
-        kill \$!"
-    "${ARGV[@]}" >"$SCRATCH/logs/implicit.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do
-        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
-        [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
-    touch "$done_file"
-    local rc=0
-    wait "$pid" || rc=$?
-    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; cat "$SCRATCH/logs/implicit.log"; return 1; }
-    echo "ok host fetched the file from the container's port $port"
-    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/implicit.log"; return 1; }
+    serve_and_fetch "$1" implicit "$port" "$port" --copy-up=/etc
 }
 
 # 2b. A client on another host (the test host behind a veth pair) keeps

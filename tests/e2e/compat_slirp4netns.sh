@@ -180,27 +180,10 @@ case_exit_code() {
 # API socket; a server inside on :80 serves the file to the host's
 # 127.0.0.1:PORT (bytes compared).
 case_port_driver() {
-    local port done_file="$SCRATCH/tmp/port-done-$1" pid sha="" i
+    local port
     port=$(free_port 127.0.0.1)
-    rm -f "$done_file"
-    local ARGV
-    rk_argv "$1" --copy-up=/etc --port-driver=slirp4netns -p "127.0.0.1:$port:80/tcp" -- sh -c "
-        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH/www' 80 >/dev/null 2>&1 &
-        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
-        kill \$!"
-    "${ARGV[@]}" >"$SCRATCH/logs/port.$1.log" 2>&1 &
-    pid=$!
-    for i in $(seq 100); do
-        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
-        [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
-    touch "$done_file"
-    local rc=0
-    wait "$pid" || rc=$?
-    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; cat "$SCRATCH/logs/port.$1.log"; return 1; }
-    echo "ok host fetched the file from inside through 127.0.0.1:$port"
-    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/port.$1.log"; return 1; }
+    serve_and_fetch "$1" "port.$1" "$port" 80 --copy-up=/etc \
+        --port-driver=slirp4netns -p "127.0.0.1:$port:80/tcp"
 }
 
 # 8. The sandbox and seccomp rootlesskit asks for ("auto") are in force: the

@@ -216,3 +216,32 @@ expect_not_reached() {
     fi
     echo "ok nothing reached"
 }
+
+# serve_and_fetch DRIVER NAME HOST_PORT INNER_PORT RK_ARGS...: rootlesskit
+# (DRIVER's flags and RK_ARGS) runs a web server on INNER_PORT inside until
+# the host has fetched WWW/file from 127.0.0.1:HOST_PORT (retried for 20
+# s); fails unless the bytes match $FILE_SHA and rootlesskit exits 0. Its
+# output goes to logs/NAME.log.
+serve_and_fetch() {
+    local drv=$1 name=$2 port=$3 inner=$4 done_file="$SCRATCH/tmp/$2-done" pid sha=""
+    shift 4
+    rm -f "$done_file"
+    local ARGV
+    rk_argv "$drv" "$@" -- sh -c "
+        python3 -m http.server --bind 0.0.0.0 --directory '$SCRATCH/www' $inner >/dev/null 2>&1 &
+        for i in \$(seq 300); do [ -e '$done_file' ] && break; sleep 0.1; done
+        kill \$!"
+    "${ARGV[@]}" >"$SCRATCH/logs/$name.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        sha=$(curl -sSf --max-time 10 "http://127.0.0.1:$port/file" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
+        [ "$sha" = "$FILE_SHA" ] && break
+        sleep 0.2
+    done
+    touch "$done_file"
+    local rc=0
+    wait "$pid" || rc=$?
+    [ "$sha" = "$FILE_SHA" ] || { echo "host fetch via 127.0.0.1:$port: sha $sha"; cat "$SCRATCH/logs/$name.log"; return 1; }
+    echo "ok host fetched the file served inside on port $inner through 127.0.0.1:$port"
+    [ "$rc" = 0 ] || { echo "rootlesskit exit $rc"; cat "$SCRATCH/logs/$name.log"; return 1; }
+}

@@ -20,6 +20,7 @@
 #include <exception>
 
 #include "errors.hpp"
+#include "rknp_handle.hpp"
 
 namespace cmd {
 
@@ -190,8 +191,16 @@ ChildProcess::~ChildProcess() {
     }
 }
 
-void ChildProcess::send_opaque(
-    const std::vector<std::pair<std::string, std::string>> &kv) {
+void ChildProcess::send_opaque(rknp_parent *parent) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    uint32_t n = rknp_parent_opaque_count(parent);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k = nullptr, *v = nullptr;
+        rknp_error *err = nullptr;
+        check(rknp_parent_opaque_get(parent, i, &k, &v, &err), err,
+              "rknp_parent_opaque_get");
+        kv.emplace_back(k, v);
+    }
     auto put = [&](const std::string &s) {
         uint32_t len = uint32_t(s.size());
         write_all(pipe_.get(), &len, sizeof len);

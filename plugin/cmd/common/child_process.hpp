@@ -43,8 +43,9 @@ public:
     ~ChildProcess();
 
     pid_t pid() const { return pid_; }
-    // Sends the opaque pairs and closes the pipe. Throws Failure.
-    void send_opaque(const std::vector<std::pair<std::string, std::string>> &kv);
+    // Sends the parent's opaque pairs (rknp_parent_opaque_get) and closes
+    // the pipe. Throws Failure.
+    void send_opaque(rknp_parent *parent);
     // Non-blocking reap; true once the child has exited (status in
     // *wstatus).
     bool try_reap(int *wstatus);

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,6 +33,7 @@
 #include "cmd/common/rknp_handle.hpp"
 #include "cmd/common/sandbox.hpp"
 #include "cmd/common/seccomp_filter.hpp"
+#include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
 #include "network_model.hpp"
 #include "port_forwarder.hpp"
@@ -59,34 +59,6 @@ void log_to_stderr(void *user, int32_t level, const char *msg) {
     if (level == RKNP_LOG_INFO && l->quiet) return;
     std::fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name,
                  names[level >= 0 && level <= 3 ? level : 0], msg);
-}
-
-// SIGTERM, SIGINT and SIGHUP arrive on a signalfd; blocked before any
-// thread exists, so every thread inherits the mask.
-cmd::UniqueFd block_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw cmd::sys_failure("sigprocmask");
-    cmd::UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd) throw cmd::sys_failure("signalfd");
-    ::signal(SIGPIPE, SIG_IGN);
-    return fd;
-}
-
-std::vector<std::pair<std::string, std::string>> opaque_pairs(rknp_parent *p) {
-    std::vector<std::pair<std::string, std::string>> kv;
-    uint32_t n = rknp_parent_opaque_count(p);
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k = nullptr, *v = nullptr;
-        rknp_error *err = nullptr;
-        cmd::check(rknp_parent_opaque_get(p, i, &k, &v, &err), err,
-                   "rknp_parent_opaque_get");
-        kv.emplace_back(k, v);
-    }
-    return kv;
 }
 
 // Waits until the hand-over child has exited; throws unless it handed the
@@ -131,11 +103,10 @@ void serve(rknp_parent *parent, PortForwarder &fwd, const TargetWatch &watch,
         int r = ::poll(fds, watch.fd() >= 0 ? 2 : 1, kTickMs);
         if (r < 0 && errno != EINTR) throw cmd::sys_failure("poll");
         if (r > 0 && (fds[0].revents & POLLIN)) {
-            signalfd_siginfo si{};
-            if (::read(sigfd, &si, sizeof si) == ssize_t(sizeof si)) {
+            if (int sig = cmd::read_signal(sigfd)) {
                 if (log.debug)
-                    std::fprintf(stderr, "%s: signal %u, stopping\n",
-                                 program_invocation_short_name, si.ssi_signo);
+                    std::fprintf(stderr, "%s: signal %d, stopping\n",
+                                 program_invocation_short_name, sig);
                 return;
             }
         }
@@ -204,7 +175,7 @@ int run(int argc, char *argv[]) {
     // Opened before the sandbox hides the paths and seccomp forbids
     // pidfd_open.
     TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
-    cmd::UniqueFd sigfd = block_signals();
+    cmd::UniqueFd sigfd = cmd::block_signals();
     if (::geteuid() == 0 || plan.ns.userns) {
         if (::geteuid() != 0) cmd::enter_user_as_root(*plan.ns.userns);
         cmd::create_sandbox(state.path());
@@ -218,7 +189,7 @@ int run(int argc, char *argv[]) {
                                  &err),
                err, "rknp_parent_start");
     try {
-        child.send_opaque(opaque_pairs(parent.get()));
+        child.send_opaque(parent.get());
     } catch (const cmd::Failure &) {
         // The child is gone; its exit status says why.
     }

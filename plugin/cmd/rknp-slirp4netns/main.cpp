@@ -35,6 +35,7 @@
 #include "cmd/common/rknp_handle.hpp"
 #include "cmd/common/sandbox.hpp"
 #include "cmd/common/seccomp_filter.hpp"
+#include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
 #include "cmd/common/unique_fd.hpp"
 
@@ -56,27 +57,6 @@ void log_to_stderr(void *user, int32_t level, const char *msg) {
     if (level > RKNP_LOG_INFO && !debug) return;
     std::fprintf(stderr, "rknp: %s: %s\n",
                  names[level >= 0 && level <= 3 ? level : 0], msg);
-}
-
-// SIGTERM, SIGINT and SIGHUP arrive on a signalfd; blocked here before any
-// thread exists, so every thread inherits the mask.
-cmd::UniqueFd block_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, nullptr) < 0) throw cmd::sys_failure("sigprocmask");
-    cmd::UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd) throw cmd::sys_failure("signalfd");
-    ::signal(SIGPIPE, SIG_IGN);
-    return fd;
-}
-
-int read_signal(int sigfd) {
-    signalfd_siginfo si{};
-    if (::read(sigfd, &si, sizeof si) != ssize_t(sizeof si)) return 0;
-    return int(si.ssi_signo);
 }
 
 std::string ipv4(uint32_t host_order) {
@@ -117,19 +97,6 @@ void print_banner(const rknp_network &net, const Options &o, bool dhcp) {
     std::fflush(stdout);
 }
 
-std::vector<std::pair<std::string, std::string>> opaque_pairs(rknp_parent *p) {
-    std::vector<std::pair<std::string, std::string>> kv;
-    uint32_t n = rknp_parent_opaque_count(p);
-    for (uint32_t i = 0; i < n; i++) {
-        const char *k = nullptr, *v = nullptr;
-        rknp_error *err = nullptr;
-        cmd::check(rknp_parent_opaque_get(p, i, &k, &v, &err), err,
-              "rknp_parent_opaque_get");
-        kv.emplace_back(k, v);
-    }
-    return kv;
-}
-
 struct Outcome {
     int exit_code = 0;
     int signal = 0; // non-zero: die by this signal after cleaning up
@@ -161,7 +128,7 @@ std::optional<Outcome> wait_for_child(cmd::ChildProcess &child, int sigfd,
         int r = ::poll(fds, exit_fd >= 0 ? 2 : 1, 10);
         if (r < 0 && errno != EINTR) throw cmd::sys_failure("poll");
         if (r > 0 && (fds[0].revents & POLLIN)) {
-            if (int sig = read_signal(sigfd)) return Outcome{0, sig};
+            if (int sig = cmd::read_signal(sigfd)) return Outcome{0, sig};
         }
         if (r > 0 && exit_fd >= 0 && fds[1].revents) {
             std::fprintf(stderr, "exitfd event\n");
@@ -191,7 +158,7 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
             throw cmd::sys_failure("poll");
         }
         if (fds[0].revents & POLLIN) {
-            if (int sig = read_signal(sigfd)) return Outcome{0, sig};
+            if (int sig = cmd::read_signal(sigfd)) return Outcome{0, sig};
         }
         if (exit_idx > 0 && fds[exit_idx].revents) {
             std::fprintf(stderr, "exitfd event\n");
@@ -248,7 +215,7 @@ Outcome run(int argc, char *argv[]) {
         api.emplace(*o.api_socket, [&hostfwd](std::string_view request) {
             return hostfwd.handle(request);
         });
-    cmd::UniqueFd sigfd = block_signals();
+    cmd::UniqueFd sigfd = cmd::block_signals();
 
     if (o.enable_sandbox) {
         if (::geteuid() != 0) {
@@ -265,7 +232,7 @@ Outcome run(int argc, char *argv[]) {
                             &err),
           err, "rknp_parent_start");
     try {
-        child.send_opaque(opaque_pairs(parent.get()));
+        child.send_opaque(parent.get());
     } catch (const cmd::Failure &f) {
         // Most likely the child failed to enter the namespaces and exited:
         // wait_for_child reports its status, the way slirp4netns does.
