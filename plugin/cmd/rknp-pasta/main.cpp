@@ -35,10 +35,10 @@
 #include "cmd/common/seccomp_filter.hpp"
 #include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
+#include "cmd/common/target_watch.hpp"
 #include "network_model.hpp"
 #include "port_forwarder.hpp"
 #include "rknp.h"
-#include "target_watch.hpp"
 
 namespace pasta {
 
@@ -96,7 +96,7 @@ void write_all(int fd, const std::string &s, const std::string &what) {
 
 // Serves until a signal, the target going away, or the namespace's /proc
 // files becoming unreadable.
-void serve(rknp_parent *parent, PortForwarder &fwd, const TargetWatch &watch,
+void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watch,
            int sigfd, const LogLevel &log) {
     for (;;) {
         pollfd fds[2] = {{sigfd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
@@ -174,7 +174,7 @@ int run(int argc, char *argv[]) {
 
     // Opened before the sandbox hides the paths and seccomp forbids
     // pidfd_open.
-    TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
+    cmd::TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
     cmd::UniqueFd sigfd = cmd::block_signals();
     if (::geteuid() == 0 || plan.ns.userns) {
         if (::geteuid() != 0) cmd::enter_user_as_root(*plan.ns.userns);

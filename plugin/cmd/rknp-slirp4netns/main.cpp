@@ -37,6 +37,7 @@
 #include "cmd/common/seccomp_filter.hpp"
 #include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
+#include "cmd/common/target_watch.hpp"
 #include "cmd/common/unique_fd.hpp"
 
 namespace s4n {
@@ -44,6 +45,7 @@ namespace s4n {
 namespace {
 
 constexpr int kChildTimeoutMs = 30000;
+constexpr int kTargetTickMs = 1000;
 
 bool debug_enabled() {
     const char *v = std::getenv("RKNP_SLIRP4NETNS_DEBUG");
@@ -137,9 +139,12 @@ std::optional<Outcome> wait_for_child(cmd::ChildProcess &child, int sigfd,
     }
 }
 
-// One poll over the signals, the exit fd, the API's listener and every
-// API client: no client waits on another, nor do signals and the exit fd.
-Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
+// One poll over the signals, the exit fd, the target, the API's listener
+// and every API client: no client waits on another, nor do signals and the
+// exit fd. The target is looked at every second too (a netns path, or a
+// PID without pidfd, has no fd to poll).
+Outcome serve(int sigfd, int exit_fd, const cmd::TargetWatch &watch,
+              ApiSocket *api) {
     std::vector<pollfd> fds;
     for (;;) {
         long now = cmd::now_ms();
@@ -150,9 +155,12 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
             exit_idx = fds.size();
             fds.push_back({exit_fd, POLLIN, 0});
         }
+        if (watch.fd() >= 0) fds.push_back({watch.fd(), POLLIN, 0});
         size_t api_first = fds.size();
         size_t api_count = api ? api->fill(fds, now) : 0;
-        int r = ::poll(fds.data(), fds.size(), api ? api->timeout_ms(now) : -1);
+        int timeout = api ? api->timeout_ms(now) : -1;
+        if (timeout < 0 || timeout > kTargetTickMs) timeout = kTargetTickMs;
+        int r = ::poll(fds.data(), fds.size(), timeout);
         if (r < 0) {
             if (errno == EINTR) continue;
             throw cmd::sys_failure("poll");
@@ -162,6 +170,11 @@ Outcome serve(int sigfd, int exit_fd, ApiSocket *api) {
         }
         if (exit_idx > 0 && fds[exit_idx].revents) {
             std::fprintf(stderr, "exitfd event\n");
+            return Outcome{0, 0};
+        }
+        if (watch.gone()) {
+            std::fprintf(stderr, "rknp-slirp4netns: the target's namespace is "
+                                 "gone, exiting\n");
             return Outcome{0, 0};
         }
         if (api)
@@ -215,6 +228,8 @@ Outcome run(int argc, char *argv[]) {
         api.emplace(*o.api_socket, [&hostfwd](std::string_view request) {
             return hostfwd.handle(request);
         });
+    // Before the sandbox hides a netns path and seccomp forbids pidfd_open.
+    cmd::TargetWatch watch(o.target_pid, o.netns_path, true);
     cmd::UniqueFd sigfd = cmd::block_signals();
 
     if (o.enable_sandbox) {
@@ -254,7 +269,7 @@ Outcome run(int argc, char *argv[]) {
         if (w != 1) std::perror("write ready-fd");
         ::close(o.ready_fd);
     }
-    Outcome out = serve(sigfd.get(), o.exit_fd, api ? &*api : nullptr);
+    Outcome out = serve(sigfd.get(), o.exit_fd, watch, api ? &*api : nullptr);
     api.reset();
     rknp_parent_close(parent.get());
     return out;

@@ -12,9 +12,9 @@
 
 #include <cerrno>
 
-#include "cmd/common/errors.hpp"
+#include "errors.hpp"
 
-namespace pasta {
+namespace cmd {
 
 TargetWatch::TargetWatch(pid_t pid, const std::optional<std::string> &netns_path,
                          bool quit) {
@@ -29,10 +29,10 @@ TargetWatch::TargetWatch(pid_t pid, const std::optional<std::string> &netns_path
             name_.assign(path, slash + 1, std::string::npos);
         }
         dir_.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!dir_) throw cmd::sys_failure("open " + dir);
+        if (!dir_) throw sys_failure("open " + dir);
         struct stat st{};
         if (::fstatat(dir_.get(), name_.c_str(), &st, 0) < 0)
-            throw cmd::sys_failure("stat " + *netns_path);
+            throw sys_failure("stat " + *netns_path);
         dev_ = st.st_dev;
         ino_ = st.st_ino;
         return;
@@ -57,4 +57,4 @@ bool TargetWatch::gone() const {
     return pid_ > 0 && ::kill(pid_, 0) < 0 && errno == ESRCH;
 }
 
-} // namespace pasta
+} // namespace cmd

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// When to stop: pasta exits by itself once its target is gone, and its
-// callers rely on it (Podman never kills a container's pasta; it deletes
-// the namespace file). A PID target is gone when the process exits (a
+// When to stop: a command exits by itself once its target is gone (pasta
+// does, and Podman relies on it: it never kills a container's pasta, it
+// deletes the namespace file; the tap would otherwise keep the namespace
+// and the forwards alive). A PID target is gone when the process exits (a
 // pidfd, polled); a --netns path when the file is deleted or no longer the
 // namespace it was (an unmount), checked through a directory fd opened
 // before the sandbox hides the path.
@@ -13,14 +14,14 @@
 #include <optional>
 #include <string>
 
-#include "cmd/common/unique_fd.hpp"
+#include "unique_fd.hpp"
 
-namespace pasta {
+namespace cmd {
 
 class TargetWatch {
 public:
     // netns_path set: watch the path (unless quit is false); else watch
-    // pid. Throws cmd::Failure.
+    // pid. Throws Failure.
     TargetWatch(pid_t pid, const std::optional<std::string> &netns_path, bool quit);
 
     // An fd that turns readable when the target is gone, or -1 (then only
@@ -30,11 +31,11 @@ public:
 
 private:
     pid_t pid_ = 0;
-    cmd::UniqueFd pidfd_;
-    cmd::UniqueFd dir_;       // the netns file's directory (O_PATH)
+    UniqueFd pidfd_;
+    UniqueFd dir_;       // the netns file's directory (O_PATH)
     std::string name_;        // its name there
     dev_t dev_ = 0;
     ino_t ino_ = 0;
 };
 
-} // namespace pasta
+} // namespace cmd
