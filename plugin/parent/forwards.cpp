@@ -34,6 +34,19 @@ ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
             throw_invalid("invalid guest_addr \"" + std::string(f.guest_addr) +
                           "\": not in " + format_ipv4(net.network) + "/" +
                           std::to_string(net.prefix_len));
+        // Addresses of the network itself: libslirp would take the
+        // connection for itself or drop it, silently.
+        const uint32_t broadcast = net.network | ~net.netmask();
+        const char *what = nullptr;
+        if (s.guest == net.network) what = "the network address";
+        else if (s.guest == broadcast) what = "the broadcast address";
+        else if (s.guest == net.gateway()) what = "the gateway";
+        else if (s.guest == net.dns()) what = "the DNS forwarder";
+        if (what)
+            throw_invalid("invalid guest_addr \"" + std::string(f.guest_addr) +
+                          "\": " + what + " of " + format_ipv4(net.network) +
+                          "/" + std::to_string(net.prefix_len) +
+                          ", not a guest");
     } else {
         s.guest = net.guest();
     }

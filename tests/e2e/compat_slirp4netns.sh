@@ -110,6 +110,10 @@ case_cli() {
     if [ "$1" = plugin ]; then
         out=$(as_user "$bin" --version)
         expect "version names rknp and libslirp" "^rknp: [0-9.]+ \(libslirp [0-9.]+\)\$" "$out"
+        rc=0
+        err=$(as_user "$bin" --netns-type=tapfd 3 tap0 2>&1 >/dev/null) || rc=$?
+        [ "$rc" = 1 ] || { echo "--netns-type=tapfd: exit $rc, want 1"; return 1; }
+        expect "an unknown netns type named" '^--netns-type must be either "pid" or "path", not "tapfd"$' "$err"
     fi
 }
 

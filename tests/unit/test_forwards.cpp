@@ -43,6 +43,24 @@ TEST_CASE("forward specs default to 0.0.0.0 and the guest address") {
                          Error);
 }
 
+TEST_CASE("a forward to the network's own addresses is refused, not dropped") {
+    auto f = make(8080);
+    const char *own[][2] = {{"10.0.135.128", "the network address"},
+                            {"10.0.135.255", "the broadcast address"},
+                            {"10.0.135.130", "the gateway"},
+                            {"10.0.135.131", "the DNS forwarder"}};
+    for (const auto &[addr, what] : own) {
+        f.guest_addr = addr;
+        CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
+                             ("invalid guest_addr \"" + std::string(addr) +
+                              "\": " + what + " of 10.0.135.128/25, not a guest")
+                                 .c_str(),
+                             Error);
+    }
+    f.guest_addr = "10.0.135.132"; // the first address a guest may have
+    CHECK(format_ipv4(ForwardSpec::from_c(f, kNet).guest) == "10.0.135.132");
+}
+
 TEST_CASE("the table refuses duplicate host sides and unknown ids") {
     ForwardTable t;
     auto a = ForwardSpec::from_c(make(8080, "127.0.0.1"), kNet);

@@ -271,6 +271,13 @@ Options parse_args(int argc, char *const argv[]) {
     }
     if (argc - optind < 2) usage_error(argv[0]);
     if (argc - optind > 2) std::printf("WARNING: too many arguments\n");
+    if (netns_type && *netns_type != "pid" && *netns_type != "path") {
+        // Newer slirp4netns has more types (tapfd); read as a path, a
+        // file descriptor number would fail far from its cause.
+        std::fprintf(stderr, "--netns-type must be either \"pid\" or "
+                             "\"path\", not \"%s\"\n", netns_type->c_str());
+        usage_error(argv[0]);
+    }
     if (!netns_type || *netns_type == "pid") {
         if (!parse_long(argv[optind], n) || n <= 0 || n > INT32_MAX) {
             std::fprintf(stderr, "PID must be a positive integer\n");
