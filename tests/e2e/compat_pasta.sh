@@ -190,7 +190,7 @@ case_no_reach_back() {
     expect_not_reached "$out" default
 }
 
-RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 detach_netns netns_host implicit_port client_address nothing_left"
+RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address nothing_left"
 ALL_CASES="cli podman_style no_reach_back $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
