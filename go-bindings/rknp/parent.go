@@ -205,8 +205,10 @@ func (p *Parent) Stats() (Stats, error) {
 }
 
 // Close stops the stack and frees the parent. It is idempotent and safe
-// from any goroutine, but must not be called from the Config.Log callback
-// (the library waits for its stack thread, which may be inside it).
+// from any goroutine, but must not be called from the Config.Log callback:
+// the library refuses to free a parent from inside its log callback (the
+// handle would stay allocated), and Close holds the Parent's lock, which
+// a concurrent Close would wait on.
 func (p *Parent) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
