@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// RAII wrappers over the public rknp C ABI: the parent handle, its errors
-// and a check that turns a failed call into a Failure.
+// RAII wrappers over the public rknp C ABI: the parent handle, its errors,
+// a check that turns a failed call into a Failure, and a parent made with
+// its network read back.
 #pragma once
 
 #include <memory>
@@ -28,6 +29,20 @@ inline void check(rknp_status st, rknp_error *err, const std::string &what) {
     ErrorPtr owned(err);
     if (st != RKNP_OK)
         throw Failure(what + ": " + rknp_error_message(owned.get()));
+}
+
+// rknp_parent_new(cfg) and rknp_parent_network into *net (struct_size
+// set here); throws Failure naming the call that failed.
+inline ParentPtr new_parent(const rknp_config &cfg, rknp_network &net) {
+    rknp_parent *raw = nullptr;
+    rknp_error *err = nullptr;
+    check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
+    ParentPtr parent(raw);
+    net = rknp_network{};
+    net.struct_size = sizeof net;
+    check(rknp_parent_network(parent.get(), &net, &err), err,
+          "rknp_parent_network");
+    return parent;
 }
 
 } // namespace cmd

@@ -153,14 +153,9 @@ int run(int argc, char *argv[]) {
     Background bg = Background::start(o.foreground);
 
     cmd::StateDir state("rknp-pasta"); // removed after the parent is closed
-    rknp_parent *raw = nullptr;
-    rknp_error *err = nullptr;
-    cmd::check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
-    cmd::ParentPtr parent(raw);
     rknp_network net{};
-    net.struct_size = sizeof net;
-    cmd::check(rknp_parent_network(parent.get(), &net, &err), err,
-               "rknp_parent_network");
+    cmd::ParentPtr parent = cmd::new_parent(cfg, net);
+    rknp_error *err = nullptr;
 
     cmd::ChildPlan plan;
     plan.ns = cmd::target_namespaces(o.target_pid, o.netns, user_namespace(o));

@@ -195,14 +195,9 @@ Outcome run(int argc, char *argv[]) {
     cfg.log_user_data = debug ? reinterpret_cast<void *>(1) : nullptr;
 
     cmd::StateDir state("rknp-slirp4netns"); // declared first: removed after the parent is closed
-    rknp_parent *raw = nullptr;
-    rknp_error *err = nullptr;
-    cmd::check(rknp_parent_new(&cfg, &raw, &err), err, "rknp_parent_new");
-    cmd::ParentPtr parent(raw);
     rknp_network net{};
-    net.struct_size = sizeof net;
-    cmd::check(rknp_parent_network(parent.get(), &net, &err), err,
-          "rknp_parent_network");
+    cmd::ParentPtr parent = cmd::new_parent(cfg, net);
+    rknp_error *err = nullptr;
 
     // Fork first: setns(CLONE_NEWUSER) and a safe fork both need a
     // single-threaded process; the stack thread starts only later.
