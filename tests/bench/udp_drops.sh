@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # Where a UDP benchmark run loses its datagrams (not part of the test run;
-# docs/benchmarks.md "What bounds UDP"): one iperf3 -u run between the
+# docs/benchmarks.md "UDP on loopback"): one iperf3 -u run between the
 # child and the host's 127.0.0.1 through a driver, and the kernel's drop
 # counters of both network namespaces around it: the receiving socket's
 # buffer (UdpRcvbufErrors), the sending socket's (UdpSndbufErrors), IP

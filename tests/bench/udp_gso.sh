@@ -3,7 +3,7 @@
 
 # UDP from senders that batch: UDP_SEGMENT, as QUIC stacks do, or (--mmsg)
 # plain datagrams 64 a call (not part of the test run; docs/benchmarks.md
-# "UDP GSO senders", "Senders that batch plain datagrams"): a sender in the
+# "GSO senders", "Ends that batch"): a sender in the
 # child pushes runs of SEG-byte datagrams (one send of 65000/SEG of them at
 # a time) to a receiver on the host's 127.0.0.1 for S seconds (--reverse:
 # a sender there to a receiver in the child, iperf3 -R's way); the

@@ -3,7 +3,7 @@
 
 # The stack's CPU per UDP round trip, for differences of a microsecond that
 # unpinned latencies cannot show (not part of the test run;
-# docs/benchmarks.md "One epoll set for every path"). rknp-udp-rr between
+# docs/udp-fast-path.md "What the measurements decided"). rknp-udp-rr between
 # the child and a server on the host's 127.0.0.1, every task of a session
 # pinned to one CPU, so a round trip is the sum of the three tasks' CPU
 # time; two sessions at once, one per CPU, the CPUs swapped each round, so
