@@ -17,6 +17,8 @@ source "$ROOT/tests/lib/build.sh"
 "$ROOT/tests/install-deps.sh"
 echo "== shellcheck: every shell script of the repository"
 "$ROOT/tests/shellcheck.sh"
+echo "== docs: every repository path, link and C++ name the docs cite exists"
+python3 "$ROOT/tests/docs/check.py"
 build_all "$BUILD"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"
