@@ -9,7 +9,12 @@
 # output goes to the console (the host shows it) and to OUT/steps/<name>.log;
 # OUT/result gets "rc=<status>" last, which the host checks.
 set -euo pipefail
+# The sign of life run.sh waits for (it boots again a guest that never says it).
+echo "rknp-vm: guest script started"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The kernel's boot messages went to the console log; from here on only
+# warnings and worse, as with `quiet`.
+dmesg -n 4
 export LANG=C.UTF-8
 OUT=/run/rknp-vm-out
 
@@ -34,6 +39,8 @@ mount -t tmpfs -o mode=0755 tmpfs /run
 install -d -m 1777 /run/lock
 mkdir -p "$OUT"
 mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=512000 rknpout "$OUT"
+# shellcheck source=/dev/null # written by run.sh: REPO, BUILD, STEPS, ...
+source "$OUT/params"
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 for d in /var/tmp /var/log; do mount -t tmpfs -o mode=0755 tmpfs "$d"; done
 chmod 1777 /var/tmp
@@ -45,6 +52,16 @@ ln -sfn /proc/self/fd/1 /dev/stdout
 ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+# A checkout or build under one of these tmpfs (/tmp, /run, ...) is hidden
+# now: run.sh shares both by their own devices, mounted back at their path.
+unhide() { # TAG PATH
+    [ -d "$2" ] && return 0
+    mkdir -p "$2"
+    mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 "$1" "$2"
+    echo "rknp-vm: $2 (under a tmpfs here) mounted from its own share"
+}
+unhide rknprepo "$REPO"
+unhide rknpbuild "$BUILD"
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || true
 # The subid files and e2e's setup_user write to /etc: an overlay with its
 # changes in tmpfs (a copy over 9p takes half a minute under TCG). run.sh
@@ -56,8 +73,6 @@ mount -t overlay -o lowerdir=/etc,upperdir=/run/etc-changes/upper,workdir=/run/e
 export HOME=/tmp/rknp-vm-root
 mkdir -m 0700 "$HOME"
 
-# shellcheck source=/dev/null # written by run.sh
-source "$OUT/params"
 echo "rknp-vm: kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print $2/1024 " MiB"}' /proc/meminfo)"
 uname -r >"$OUT/uname"
 
