@@ -14,14 +14,38 @@ BUILD=${BUILD_DIR:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "run as root (tests create namespaces and a test user)"; exit 1; }
 # shellcheck source=tests/lib/build.sh
 source "$ROOT/tests/lib/build.sh"
+# step TITLE: ends the step before (its time is printed) and starts TITLE;
+# on exit every step's time and the total are listed.
+STEPS=() TIMES=() T0=$SECONDS
+step() {
+    step_done
+    STEPS+=("$1") STEP_T0=$SECONDS
+    echo "== $1"
+}
+step_done() {
+    [ ${#TIMES[@]} -lt ${#STEPS[@]} ] || return 0
+    TIMES+=("$((SECONDS - STEP_T0))")
+    echo "== ${TIMES[-1]} s: ${STEPS[-1]}"
+}
+times_summary() {
+    local rc=$? i
+    step_done
+    echo "== time per step:"
+    for i in "${!STEPS[@]}"; do printf '%6d s  %s\n' "${TIMES[i]}" "${STEPS[i]}"; done
+    printf '%6d s  total%s\n' $((SECONDS - T0)) "$([ "$rc" = 0 ] || echo " (failed in the last step, status $rc)")"
+}
+trap times_summary EXIT
+step "install-deps: the Debian packages the tests need"
 "$ROOT/tests/install-deps.sh"
-echo "== shellcheck: every shell script of the repository"
+step "shellcheck: every shell script of the repository"
 "$ROOT/tests/shellcheck.sh"
-echo "== docs: every repository path, link and C++ name the docs cite exists"
+step "docs: every repository path, link and C++ name the docs cite exists"
 python3 "$ROOT/tests/docs/check.py"
+step "build: CMake (-Werror), rootlesskit, rootlessctl"
 build_all "$BUILD"
+step "ctest: unit, ABI, integration, reliability"
 ctest --test-dir "$BUILD" --output-on-failure
-echo "== sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"
+step "sanitizers: ASan+UBSan, then TSan (CMakePresets.json)"
 for preset in asan tsan; do
     # The build's output is kept quiet but shown when it fails (ninja prints
     # compiler errors on stdout).
@@ -33,34 +57,34 @@ for preset in asan tsan; do
     rm -f "$log"
     (cd "$ROOT" && ctest --preset "$preset")
 done
-echo "== valgrind: no leak from the library"
+step "valgrind: no leak from the library"
 "$ROOT/tests/reliability/valgrind.sh" "$BUILD"
-echo "== fuzzing: every target for a bounded time (clang, build-fuzz/)"
+step "fuzzing: every target for a bounded time (clang, build-fuzz/)"
 FUZZ_SECONDS=${FUZZ_SECONDS:-30} "$ROOT/tests/fuzz/run.sh"
-echo "== Go: vet and tests"
+step "Go: vet and tests"
 (cd "$ROOT/go-bindings" && go vet ./... &&
     RKNP_PLUGIN=$BUILD/lib/librknp.so.1 go test -count=1 ./...)
-echo "== Go: an external program builds against the module and loads the library"
+step "Go: an external program builds against the module and loads the library"
 "$ROOT/tests/go-external/run.sh" "$BUILD/lib/librknp.so.1"
-echo "== end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
+step "end-to-end: rootlesskit --net=plugin (and slirp4netns as reference)"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/run.sh"
-echo "== end-to-end again with TCP through libslirp (--plugin-tcp=slirp)"
+step "end-to-end again with TCP through libslirp (--plugin-tcp=slirp)"
 BUILD_DIR=$BUILD E2E_DRIVERS=plugin E2E_PLUGIN_TCP=slirp "$ROOT/tests/e2e/run.sh"
-echo "== end-to-end: the fast-path cases with the older kernels' peek method (--plugin-tcp-peek=discard)"
+step "end-to-end: the fast-path cases with the older kernels' peek method (--plugin-tcp-peek=discard)"
 BUILD_DIR=$BUILD E2E_DRIVERS=plugin E2E_PLUGIN_TCP_PEEK=discard \
     E2E_CASES="http_host_loopback netns_host mtu_1500 ipv6 ports_plugin" "$ROOT/tests/e2e/run.sh"
-echo "== flood: a guest opening 200k flows against rootlesskit's real fd limit"
+step "flood: a guest opening 200k flows against rootlesskit's real fd limit"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/flood.sh"
-echo "== slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
+step "slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_slirp4netns.sh"
-echo "== pasta compatibility: rknp-pasta as Podman runs pasta, and under rootlesskit v3 --net=pasta"
+step "pasta compatibility: rknp-pasta as Podman runs pasta, and under rootlesskit v3 --net=pasta"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_pasta.sh"
-echo "== rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit with rknp-slirp4netns"
+step "rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/docker_rootless.sh"
-echo "== Debian 12's kernel 6.1 in qemu: fast-path e2e cases, stream test, demo"
+step "Debian 12's kernel 6.1 in qemu: fast-path e2e cases, stream test, demo"
 "$ROOT/tests/vm/run.sh" "$BUILD"
-echo "== Debian 11's kernel 5.10 in qemu: the same"
+step "Debian 11's kernel 5.10 in qemu: the same"
 RKNP_VM_SERIES=5.10 "$ROOT/tests/vm/run.sh" "$BUILD"
-echo "== packages: .debs built, lintian, installed, hardening-check, demo against them"
+step "packages: .debs built, lintian, installed, hardening-check, demo against them"
 "$ROOT/tests/package/run.sh"
 echo "== all tests passed"
