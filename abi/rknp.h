@@ -105,8 +105,11 @@ extern "C" {
  *        initialisers; no new functions
  *   1.5  rknp_config.udp_path, rknp_stats.udp_fast_flows and
  *        udp_fast_dropped; no new functions
+ *   1.6  rknp_config.guest_address, gateway, dns_address, map_guest_addr,
+ *        map_host_loopback and network_model (pasta's address model);
+ *        no new functions
  */
-#define RKNP_ABI_MINOR 5
+#define RKNP_ABI_MINOR 6
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -146,7 +149,7 @@ RKNP_API void rknp_error_free(rknp_error *err);
 
 /** RKNP_ABI_VERSION of the loaded library. Thread-safe. */
 RKNP_API uint32_t rknp_abi_version(void);
-/** Library version string, e.g. "1.5.0 (libslirp 4.7.0)". Static storage,
+/** Library version string, e.g. "1.6.0 (libslirp 4.7.0)". Static storage,
  *  never freed. Thread-safe. */
 RKNP_API const char *rknp_library_version(void);
 
@@ -203,7 +206,8 @@ typedef struct rknp_config {
     uint32_t struct_size;         /* set by rknp_config_init */
     uint32_t mtu;                 /* 68..65520, default 65520 */
     const char *cidr;             /* IPv4 network, default "10.0.2.0/24";
-                                     prefix length 1..25 (guest is .100) */
+                                     prefix length 1..25 (guest is .100),
+                                     1..30 with guest_address (1.6) */
     const char *ifname;           /* tap name in the child, default "tap0" */
     uint8_t disable_host_loopback; /* 1: gateway does not reach host lo */
     uint8_t enable_ipv6;          /* 1: fd00::/64, gw fd00::2, dns fd00::3 */
@@ -251,6 +255,27 @@ typedef struct rknp_config {
     uint8_t udp_path;             /* RKNP_UDP_PATH_*: which stack carries
                                      the guest's outbound UDP */
     uint8_t reserved_1_5[7];      /* 0; never a field (layout rule) */
+    /* 1.6: where the network's addresses are (IPv4, dot-decimal) */
+    const char *guest_address;    /* the child's address, in cidr; NULL: the
+                                     cidr's 100th address (its prefix
+                                     length must then be at most 25) */
+    const char *gateway;          /* in cidr, not guest_address; NULL: the
+                                     2nd address */
+    const char *dns_address;      /* where DNS (port 53) is forwarded to the
+                                     host's resolver (its first nameserver);
+                                     NULL: the 3rd address of cidr. Outside
+                                     cidr needs RKNP_NETWORK_MODEL_HOST */
+    const char *map_guest_addr;   /* an address that reaches the host at
+                                     guest_address (pasta's
+                                     --map-guest-addr); NULL: none; needs
+                                     RKNP_NETWORK_MODEL_HOST */
+    const char *map_host_loopback; /* an address that reaches the host's
+                                     127.0.0.1, besides the gateway (pasta's
+                                     --map-host-loopback); NULL: none;
+                                     needs RKNP_NETWORK_MODEL_HOST */
+    uint8_t network_model;        /* RKNP_NETWORK_MODEL_*: what cidr's other
+                                     addresses are */
+    uint8_t reserved_1_6[7];      /* 0; never a field (layout rule) */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
@@ -300,6 +325,23 @@ enum {
 };
 
 /**
+ * rknp_config.network_model (1.6): what the network's addresses other than
+ * the guest's, the gateway and the DNS forwarder are.
+ */
+enum {
+    RKNP_NETWORK_MODEL_SLIRP = 0, /* libslirp's virtual network (slirp4netns,
+                                     rootlesskit): they are the host's
+                                     loopback, unless disable_host_loopback */
+    RKNP_NETWORK_MODEL_HOST = 1   /* pasta's: cidr is the host's own
+                                     network, they are its neighbours,
+                                     reached through the host; so is the
+                                     gateway when disable_host_loopback is
+                                     set. The fast paths carry all of it:
+                                     needs tcp_path and udp_path other than
+                                     _SLIRP and offloads on */
+};
+
+/**
  * Sizes of rknp_config as each minor that changed it defined it. On LP64
  * the 1.0 and 1.2 headers' sizeof was 88 for both (tail padding): see the
  * struct_size rules at the top.
@@ -314,6 +356,8 @@ enum {
     (offsetof(rknp_config, reserved_1_4) + 7)
 #define RKNP_CONFIG_SIZE_1_5 \
     (offsetof(rknp_config, reserved_1_5) + 7)
+#define RKNP_CONFIG_SIZE_1_6 \
+    (offsetof(rknp_config, reserved_1_6) + 7)
 
 /**
  * Static initialiser with every default, the same struct as
@@ -323,7 +367,8 @@ enum {
 #define RKNP_CONFIG_INIT                                                   \
     { sizeof(rknp_config), 65520, NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL, \
       NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
-      RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 } }
+      RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 }, NULL, NULL,  \
+      NULL, NULL, NULL, RKNP_NETWORK_MODEL_SLIRP, { 0 } }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every

@@ -39,14 +39,18 @@ Ipv4Cidr Ipv4Cidr::parse(std::string_view option, std::string_view text) {
         std::from_chars(plen.data(), plen.data() + plen.size(), c.prefix_len);
     if (ec != std::errc() || end != plen.data() + plen.size() || plen.empty())
         bad(option, text, "prefix length is not a number");
-    // The guest sits at offset 100, so the network needs >= 128 addresses.
-    if (c.prefix_len < 1 || c.prefix_len > 25)
-        bad(option, text, "prefix length must be 1..25");
+    // Room for a network address, a gateway, a guest and a broadcast.
+    if (c.prefix_len < 1 || c.prefix_len > 30)
+        bad(option, text, "prefix length must be 1..30");
     if ((c.network & ~c.netmask()) != 0)
         bad(option, text,
             "host bits are set (network address is " +
                 format_ipv4(c.network & c.netmask()) + "/" +
                 std::to_string(c.prefix_len) + ")");
+    c.gateway_addr = c.host(2);
+    c.dns_addr = c.host(3);
+    c.dhcp_addr = c.host(15);
+    c.guest_addr = c.host(100);
     return c;
 }
 

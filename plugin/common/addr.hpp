@@ -17,20 +17,27 @@ namespace rknp {
 
 using Mac = std::array<uint8_t, 6>;
 
-// IPv4 network in CIDR notation with rknp's fixed host layout
-// (slirp4netns's): gateway .2, DNS .3, DHCP start .15, guest .100.
+// An IPv4 network and where its addresses are: by default slirp4netns's
+// layout (gateway .2, DNS .3, DHCP start .15, guest .100), or what
+// rknp_config 1.6 names (ParentConfig::from_c). The DNS address may lie
+// outside the network (pasta's --dns-forward).
 struct Ipv4Cidr {
-    uint32_t network = 0; // host byte order
+    uint32_t network = 0; // host byte order, as all below
     uint32_t prefix_len = 0;
+    uint32_t guest_addr = 0, gateway_addr = 0, dns_addr = 0, dhcp_addr = 0;
 
+    // The network with the default layout; prefix 1..30 (the default
+    // guest .100 needs 1..25: ParentConfig checks the layout it ends with).
     static Ipv4Cidr parse(std::string_view option, std::string_view text);
 
     uint32_t netmask() const;
+    uint32_t broadcast() const { return network | ~netmask(); }
+    bool contains(uint32_t a) const { return (a & netmask()) == network; }
     uint32_t host(uint32_t offset) const { return network + offset; }
-    uint32_t gateway() const { return host(2); }
-    uint32_t dns() const { return host(3); }
-    uint32_t dhcp_start() const { return host(15); }
-    uint32_t guest() const { return host(100); }
+    uint32_t gateway() const { return gateway_addr; }
+    uint32_t dns() const { return dns_addr; }
+    uint32_t dhcp_start() const { return dhcp_addr; }
+    uint32_t guest() const { return guest_addr; }
 };
 
 std::string format_ipv4(uint32_t host_order);

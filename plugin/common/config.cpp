@@ -6,6 +6,10 @@
 #include <arpa/inet.h>
 
 #include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -20,6 +24,76 @@ const char *or_default(const char *s, const char *def) {
 bool in_ipv6_prefix(const in6_addr &a) {
     in6_addr prefix = parse_ipv6("ipv6 prefix", kIpv6Prefix);
     return std::memcmp(a.s6_addr, prefix.s6_addr, kIpv6PrefixLen / 8) == 0;
+}
+
+bool unicast4(uint32_t a) {
+    return a != 0 && (a >> 24) != 127 && (a >> 28) < 14 && a != 0xffffffff;
+}
+
+// rknp_config 1.6: where the IPv4 network's addresses are, and what its
+// other addresses mean. Each address is checked against those named
+// before it, so a message names both.
+void apply_layout(const rknp_config &c, ParentConfig &p) {
+    if (c.network_model > RKNP_NETWORK_MODEL_HOST)
+        throw_invalid("invalid network_model \"" +
+                      std::to_string(c.network_model) +
+                      "\": must be RKNP_NETWORK_MODEL_SLIRP or _HOST");
+    p.host_network = c.network_model == RKNP_NETWORK_MODEL_HOST;
+    Ipv4Cidr &n = p.cidr;
+    const std::string net = format_ipv4(n.network) + "/" + std::to_string(n.prefix_len);
+    std::vector<std::pair<uint32_t, std::string>> taken{
+        {n.network, "the network address"}, {n.broadcast(), "the broadcast address"}};
+    auto place = [&](const char *field, const char *text, uint32_t def,
+                     bool in_network) {
+        uint32_t a = text != nullptr ? parse_ipv4(field, text) : def;
+        const std::string shown = text != nullptr ? text : format_ipv4(a);
+        if (in_network && !n.contains(a))
+            throw_invalid(std::string("invalid ") + field + " \"" + shown +
+                          "\": not in " + net +
+                          (text == nullptr && n.prefix_len > 25
+                               ? " (the default guest address .100 needs a "
+                                 "prefix length of at most 25: set "
+                                 "guest_address)"
+                           : field == std::string_view("dns_address")
+                               ? " (outside it needs network_model "
+                                 "RKNP_NETWORK_MODEL_HOST)"
+                               : ""));
+        if (!unicast4(a))
+            throw_invalid(std::string("invalid ") + field + " \"" + shown +
+                          "\": not a unicast address");
+        for (const auto &[b, what] : taken)
+            if (a == b)
+                throw_invalid(std::string("invalid ") + field + " \"" + shown +
+                              "\": " + what + (in_network ? " of " + net : ""));
+        taken.emplace_back(a, std::string("the ") + field);
+        return a;
+    };
+    n.guest_addr = place("guest_address", c.guest_address, n.guest_addr, true);
+    n.gateway_addr = place("gateway", c.gateway, n.gateway_addr, true);
+    n.dns_addr = place("dns_address", c.dns_address, n.dns_addr, !p.host_network);
+    // libslirp hands out DHCP leases from its first address on: the guest's
+    // own when the caller placed it.
+    if (c.guest_address != nullptr) n.dhcp_addr = n.guest_addr;
+    if (c.map_guest_addr != nullptr)
+        p.map_guest_addr = place("map_guest_addr", c.map_guest_addr, 0, false);
+    if (c.map_host_loopback != nullptr)
+        p.map_host_loopback = place("map_host_loopback", c.map_host_loopback, 0, false);
+    if (!p.host_network) {
+        if (p.map_guest_addr || p.map_host_loopback)
+            throw_invalid(std::string("invalid ") +
+                          (p.map_guest_addr ? "map_guest_addr" : "map_host_loopback") +
+                          ": needs network_model RKNP_NETWORK_MODEL_HOST");
+        return;
+    }
+    // pasta's model: libslirp must see none of the guest's unicast flows,
+    // or it takes the neighbours for its own aliases of the host's
+    // loopback.
+    if (!p.tcp_fast_path || !p.udp_fast_path || !p.offload)
+        throw_invalid(std::string("invalid network_model "
+                                  "RKNP_NETWORK_MODEL_HOST: needs ") +
+                      (!p.tcp_fast_path   ? "the TCP fast path (tcp_path is _SLIRP)"
+                       : !p.udp_fast_path ? "the UDP fast path (udp_path is _SLIRP)"
+                                          : "offloads (disable_offload is set)"));
 }
 
 } // namespace
@@ -74,6 +148,7 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
                       "\": must be RKNP_UDP_PATH_DEFAULT, _FAST or _SLIRP");
     // The fast path unless asked for libslirp (the default since 1.5).
     p.udp_fast_path = c.udp_path != RKNP_UDP_PATH_SLIRP;
+    apply_layout(c, p);
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");

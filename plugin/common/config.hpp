@@ -51,6 +51,11 @@ struct ParentConfig {
     bool ipv6 = false;
     bool disable_dns = false;
     bool enable_dhcp = false;
+    // 1.6: cidr's other addresses are the host's neighbours (pasta's
+    // model), and the extra addresses that reach the host.
+    bool host_network = false;
+    std::optional<uint32_t> map_guest_addr;    // -> the host at cidr.guest()
+    std::optional<uint32_t> map_host_loopback; // -> the host's 127.0.0.1
     bool tcp_fast_path = true; // RKNP_TCP_PATH_DEFAULT / _FAST
     TcpPeekMode tcp_peek_mode = TcpPeekMode::automatic;
     bool udp_fast_path = true; // RKNP_UDP_PATH_DEFAULT / _FAST (1.5)

@@ -9,6 +9,7 @@
 
 #include "common/config.hpp"
 #include "datapath/guest_filter.hpp"
+#include "datapath/neighbour_proxy.hpp"
 #include "datapath/offload.hpp"
 
 namespace rknp {
@@ -55,6 +56,12 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         Stats::add(stats_.frames_dropped, 1);
         Stats::add(stats_.frames_filtered, 1);
         return Outcome::Filtered;
+    }
+    if (neighbours_ && answer_neighbour_arp(frame, net_, arp_reply_)) {
+        neighbours_->write_frame(VnetHdr{}, arp_reply_, {});
+        Stats::add(stats_.frames_from_tap, 1);
+        Stats::add(stats_.bytes_from_tap, frame.size());
+        return Outcome::Answered;
     }
     // The checksum is finished once the frame is known not to be the fast
     // path's (it never needs it); fragments are checked whole first.

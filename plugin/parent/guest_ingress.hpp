@@ -17,12 +17,14 @@
 
 #include <netinet/in.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
 
 #include "common/addr.hpp"
 #include "common/stats.hpp"
+#include "datapath/guest_sink.hpp"
 #include "datapath/icmp/echo_path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
@@ -48,6 +50,7 @@ public:
         Refused,      // over the flow limits (FlowLimits counts it)
         Libslirp,     // given to libslirp
         Echo,         // consumed by the ICMP echo path
+        Answered,     // an ARP request for a neighbour, answered here
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
@@ -77,6 +80,11 @@ public:
                FlowLimits::Admit::Ok;
     }
 
+    // pasta's model (ParentConfig::host_network): ARP requests for any
+    // address of the network but the guest's are answered here, into sink
+    // (neighbour_proxy.hpp). nullptr: off, libslirp answers for its own.
+    void set_neighbour_proxy(GuestSink *sink) { neighbours_ = sink; }
+
 private:
     // One Ethernet frame (a tap's, or a datagram of a UDP GSO one).
     Outcome input_frame(TapFrame &tap_frame, bool vnet_hdr, int64_t now_ms);
@@ -98,6 +106,8 @@ private:
     udp::FastPath *udp_fast_path_;
     ToLibslirp to_libslirp_;
     icmp::EchoPath *echo_ = nullptr;
+    GuestSink *neighbours_ = nullptr;
+    std::array<uint8_t, 42> arp_reply_{};
     IpReassembler reassembler_;
     UdpGsoSplitter udp_gso_;
 };

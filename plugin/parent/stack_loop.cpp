@@ -14,6 +14,7 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
+#include "common/resolv_conf.hpp"
 #include "datapath/offload.hpp"
 #include "handover/server.hpp"
 
@@ -39,6 +40,12 @@ VirtualNet virtual_net(const ParentConfig &cfg) {
     inet_pton(AF_INET6, kIpv6Gateway, &f.gateway6);
     inet_pton(AF_INET6, kIpv6Dns, &f.dns6);
     f.disable_host_loopback = cfg.disable_host_loopback;
+    f.host_network = cfg.host_network;
+    f.guest4 = cfg.cidr.guest();
+    f.dns = !cfg.disable_dns;
+    if (cfg.host_network && f.dns) f.resolver4 = host_nameserver4();
+    f.map_guest4 = cfg.map_guest_addr;
+    f.map_loopback4 = cfg.map_host_loopback;
     f.outbound_addr = cfg.outbound_addr;
     f.outbound_addr6 = cfg.outbound_addr6;
     return f;
@@ -86,6 +93,12 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       ingress_(cfg.cidr, stats, limits_, fast_.get(), udp_fast_.get(),
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
     ingress_.set_echo_path(echo_.get());
+    if (cfg_.host_network) {
+        ingress_.set_neighbour_proxy(&tap_);
+        if (!cfg_.disable_dns && !host_nameserver4())
+            cfg_.logger.warn("no IPv4 nameserver in /etc/resolv.conf: DNS to " +
+                             format_ipv4(cfg_.cidr.dns()) + " is refused");
+    }
     if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0) throw_errno("stack loop: epoll_ctl");
 }
 

@@ -143,6 +143,24 @@ TEST_CASE("network info reflects the configuration") {
     CHECK(net.dns_count == 0);
     CHECK(std::string(net.ipv6_gateway).empty());
     rknp_parent_free(p);
+
+    // 1.6: pasta's model, the host's address and a DNS forwarder outside
+    // the network, as Podman asks for them.
+    cfg = default_config();
+    cfg.cidr = "192.168.7.0/24";
+    cfg.guest_address = "192.168.7.5";
+    cfg.gateway = "192.168.7.1";
+    cfg.dns_address = "169.254.1.1";
+    cfg.map_guest_addr = "169.254.1.2";
+    cfg.network_model = RKNP_NETWORK_MODEL_HOST;
+    p = make_parent(cfg);
+    REQUIRE(rknp_parent_network(p, &net, nullptr) == RKNP_OK);
+    CHECK(std::string(net.ip) == "192.168.7.5");
+    CHECK(net.prefix_len == 24);
+    CHECK(std::string(net.gateway) == "192.168.7.1");
+    REQUIRE(net.dns_count == 1);
+    CHECK(std::string(net.dns[0]) == "169.254.1.1");
+    rknp_parent_free(p);
 }
 
 TEST_CASE("lifecycle: start, close twice, no restart, free") {

@@ -70,9 +70,8 @@ drv_flags() { echo "--net=pasta --pasta-binary=$PASTA --port-driver=implicit"; }
 
 # 0. What Podman and rootlesskit probe and rely on: --version names rknp
 # and libslirp and exits 0; --host-lo-to-ns-lo is unknown (rootlesskit then
-# leaves it out), as is --map-guest-addr (Podman retries without it on
-# getopt's exact text); options pasta has but rknp-pasta cannot honour, and
-# values outside rknp's network, are refused by name with exit 1.
+# leaves it out); options pasta has but rknp-pasta cannot honour, and
+# values it cannot take, are refused by name with exit 1.
 case_cli() {
     local out rc err
     out=$(as_user "$PASTA" --version)
@@ -87,34 +86,77 @@ case_cli() {
         expect "$* refused" "$want" "$err"
     }
     refused "unrecognized option '--host-lo-to-ns-lo'" --host-lo-to-ns-lo --version
-    refused "unrecognized option '--map-guest-addr'" --config-net --map-guest-addr 169.254.1.2 --netns /nonexistent
     refused "^rknp-pasta: option '-D' is not supported by rknp-pasta\$" -D 192.0.2.1 1
-    refused "^rknp-pasta: option '--map-gw' is not supported" --map-gw 1
-    refused "^rknp-pasta: -a/--address 10\.0\.2\.50: .*100th address" -a 10.0.2.50 -n 24 1
-    refused "^rknp-pasta: --dns-forward 169\.254\.1\.1: " --dns-forward 169.254.1.1 1
+    refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings are not supported yet" --map-guest-addr fd00::5 1
+    refused "^rknp-pasta: -g/--gateway 10\.0\.2\.50: the namespace's own address" -a 10.0.2.50 -n 24 -g 10.0.2.50 1
+    refused "^rknp-pasta: -g/--gateway 10\.0\.3\.1: not a host of the network 10\.0\.2\.0/24" -a 10.0.2.50 -n 24 -g 10.0.3.1 1
     refused "^rknp-pasta: -T/--tcp-ns auto: " -T auto 1
     refused "^rknp-pasta: -t/--tcp-ports: invalid port specifier '0'" -t 0 1
     refused "^rknp-pasta: a target is needed" --config-net
     refused "running a command is not supported" --config-net sh
 }
 
-# 1. Podman's argument list (createPastaArgs, Podman 5/6) against a netns
-# file, from inside a user namespace as Podman runs it.
+# 1. Podman 6.1's argument list (createPastaArgs) against a netns file,
+# from inside a user namespace as Podman runs it, in pasta's address model:
+# the namespace gets the host's upstream address, prefix and gateway. The
+# "host" is a world netns whose upstream is 198.19.0.5/24 via 198.19.0.1
+# on a veth to a LAN netns holding the gateway, a neighbour (.7), a host
+# behind the gateway (203.0.113.9) and the resolver (198.19.0.1:53, named
+# by the world's /etc/netns resolv.conf).
+WORLD=rknp-pa-world LAN=rknp-pa-lan
+teardown_world() {
+    ip netns del "$WORLD" 2>/dev/null || true
+    ip netns del "$LAN" 2>/dev/null || true
+    rm -rf "/etc/netns/$WORLD"
+}
+setup_world() {
+    teardown_world
+    ip netns add "$WORLD"
+    ip netns add "$LAN"
+    ip -n "$WORLD" link add up0 type veth peer name lan0 netns "$LAN"
+    ip -n "$WORLD" addr add 198.19.0.5/24 dev up0
+    ip -n "$WORLD" link set up0 up
+    ip -n "$WORLD" link set lo up
+    ip -n "$WORLD" route add default via 198.19.0.1
+    ip -n "$LAN" addr add 198.19.0.1/24 dev lan0
+    ip -n "$LAN" addr add 198.19.0.7/24 dev lan0
+    ip -n "$LAN" addr add 203.0.113.9/32 dev lo
+    ip -n "$LAN" link set lan0 up
+    ip -n "$LAN" link set lo up
+    ip -n "$LAN" route add 169.254.0.0/16 dev lan0 # a reply to nowhere else
+    mkdir -p "/etc/netns/$WORLD"
+    echo "nameserver 198.19.0.1" >"/etc/netns/$WORLD/resolv.conf"
+}
 case_podman_style() {
-    local d="$SCRATCH/tmp/podman" hp out
+    local d="$SCRATCH/tmp/podman" hp lp out ARGV
     rm -rf "$d"
     mkdir -p "$d"
     chown "$RKNP_TEST_USER" "$d"
+    install -m 0755 "$TESTS_LIB/dns_query.py" "$SCRATCH/bin/dns_query.py"
+    setup_world
     hp=$(free_port 127.0.0.1)
-    out=$(as_user unshare -rm python3 "$HELPER" podman "$PASTA" "$d" "$SCRATCH/www" "$hp")
+    lp=18081
+    start_http 198.19.0.7 "$lp" "$SCRATCH/www" "$LAN"
+    start_http 203.0.113.9 "$lp" "$SCRATCH/www" "$LAN"
+    ip netns exec "$LAN" "$PY" "$TESTS_LIB/dns_server.py" 198.19.0.1 53 "$DNS_NAME=$DNS_IP" \
+        >"$SCRATCH/logs/dns-lan.log" 2>&1 &
+    track_bg $!
+    user_argv unshare -rm python3 "$HELPER" podman "$PASTA" "$d" "$SCRATCH/www" "$hp" "$lp" \
+        "$SCRATCH/bin/dns_query.py" "$DNS_NAME"
+    out=$(ip netns exec "$WORLD" "${ARGV[@]}") || true
+    teardown_world
     echo "$out"
     expect "exit 0" "^exit=0\$" "$out"
     expect "returned, stdout and stderr at EOF, within 10 s" "^returned_in=[0-9]\." "$out"
     expect "--quiet: warnings at most, no informational message" \
         "^output='(rknp-pasta: warning: [^\\]*\\\\n)*'\$" "$out"
     expect "--pid names the background process" "^pid_comm=rknp-pasta\$" "$out"
-    expect "namespace address" "^addr=[0-9]+: [a-z0-9]+ inet 10\.0\.2\.100/24 " "$out"
-    expect "default route" "^route=default via 10\.0\.2\.2 " "$out"
+    expect "the host's upstream address and prefix" "^addr=[0-9]+: up0 inet 198\.19\.0\.5/24 " "$out"
+    expect "the host's gateway" "^route=default via 198\.19\.0\.1 " "$out"
+    expect "a LAN neighbour reached" "^neighbour_sha=$FILE_SHA\$" "$out"
+    expect "a host behind the gateway reached" "^outside_sha=$FILE_SHA\$" "$out"
+    expect "the host reached at --map-guest-addr" "^host_sha=$FILE_SHA\$" "$out"
+    expect "DNS through --dns-forward 169.254.1.1 to the host's resolver" "^dns=$DNS_IP\$" "$out"
     expect "published port: the host fetched the file served inside" "^sha=$FILE_SHA\$" "$out"
     expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
 }

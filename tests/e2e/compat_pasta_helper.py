@@ -3,20 +3,25 @@
 
 """Helper of compat_pasta.sh: rknp-pasta run the way Podman runs pasta.
 
-    unshare -rm compat_pasta_helper.py podman BINARY DIR WWW HOST_PORT
+    unshare -rm compat_pasta_helper.py podman BINARY DIR WWW HOST_PORT \
+        LAN_PORT DNS_QUERY DNS_NAME
 
 Run as the unprivileged test user under `unshare -rm` (root of a user
 namespace with its own mount namespace, as Podman's rootless user
-namespace is). Creates a network namespace bound to DIR/netns (as Podman's
-netns files are), runs BINARY with Podman's argument list (minus
---map-guest-addr, which Podman drops when pasta does not know it), and
-prints one "key=value" line per observation:
+namespace is), in compat_pasta.sh's world netns. Creates a network
+namespace bound to DIR/netns (as Podman's netns files are), runs BINARY
+with Podman 6.1's argument list, and prints one "key=value" line per
+observation:
 
     exit, returned_in (seconds until the command returned *and* its
     stdout/stderr reached EOF), output, pid_comm, addr/route lines of the
-    namespace, sha (of WWW/file fetched from the host's 127.0.0.1:HOST_PORT,
-    served inside on port 80), exited_after_delete (the background process
-    gone within 5 s of the netns file's unmount and removal).
+    namespace, neighbour_sha/outside_sha/host_sha (WWW/file fetched from
+    inside from a LAN host, a host behind the gateway and the host itself
+    at --map-guest-addr, all on LAN_PORT), dns (DNS_NAME resolved inside
+    through --dns-forward by DNS_QUERY), sha (of WWW/file fetched from the
+    host's 127.0.0.1:HOST_PORT, served inside on port 80),
+    exited_after_delete (the background process gone within 5 s of the
+    netns file's unmount and removal).
 """
 import hashlib
 import os
@@ -37,7 +42,21 @@ def wait_for(cond, seconds):
     return cond()
 
 
-def podman(binary, workdir, www, host_port):
+def fetch_sha(url, prefix=()):
+    """sha256 of url's body fetched by a python3 run under prefix ("" on failure)."""
+    code = ("import hashlib,sys,urllib.request\n"
+            "print(hashlib.sha256(urllib.request.urlopen(sys.argv[1], timeout=10).read())"
+            ".hexdigest())")
+    p = subprocess.run(list(prefix) + [sys.executable, "-c", code, url], capture_output=True,
+                       text=True, timeout=30)
+    return p.stdout.strip()
+
+
+def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
+    """Podman 6.1's argument list (createPastaArgs) against a netns file, in
+    a world whose upstream is 198.19.0.5/24 via 198.19.0.1 (LAN hosts .1 and
+    .7, an outside host 203.0.113.9 behind the gateway, the resolver at
+    198.19.0.1)."""
     nsfile = os.path.join(workdir, "netns")
     holder = subprocess.Popen(["unshare", "-n", "sleep", "600"])
     mine = os.readlink("/proc/self/ns/net")
@@ -46,11 +65,16 @@ def podman(binary, workdir, www, host_port):
     subprocess.check_call(["mount", "--bind", f"/proc/{holder.pid}/ns/net", nsfile])
     holder.kill()
     holder.wait()
+    # A service on the host itself, for host.containers.internal.
+    host_srv = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "0.0.0.0",
+                                 "--directory", www, str(lan_port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     pid_file = os.path.join(workdir, "pasta.pid")
     argv = [binary, "--config-net", "-t", f"{host_port}-{host_port}:80-80",
-            "--dns-forward", "10.0.2.3", "-u", "none", "-T", "none", "-U", "none",
-            "--no-map-gw", "--quiet", "--pid", pid_file, "--netns", nsfile]
+            "--dns-forward", "169.254.1.1", "-u", "none", "-T", "none", "-U", "none",
+            "--no-map-gw", "--quiet", "--pid", pid_file, "--map-guest-addr", "169.254.1.2",
+            "--netns", nsfile]
     t0 = time.monotonic()
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        stdin=subprocess.DEVNULL, timeout=60)
@@ -70,6 +94,17 @@ def podman(binary, workdir, www, host_port):
     for line in subprocess.run(inside + ["ip", "route"], capture_output=True,
                                text=True).stdout.splitlines():
         print(f"route={line}")
+    # Out from the container: a LAN neighbour (ARP answered, not libslirp's
+    # loopback alias), a host behind the gateway, the host itself through
+    # --map-guest-addr, DNS through --dns-forward to the host's resolver.
+    print(f"neighbour_sha={fetch_sha(f'http://198.19.0.7:{lan_port}/file', inside)}")
+    print(f"outside_sha={fetch_sha(f'http://203.0.113.9:{lan_port}/file', inside)}")
+    print(f"host_sha={fetch_sha(f'http://169.254.1.2:{lan_port}/file', inside)}")
+    q = subprocess.run(inside + [sys.executable, dns_query, "169.254.1.1", dns_name],
+                       capture_output=True, text=True, timeout=30)
+    print(f"dns={q.stdout.strip()}")
+    host_srv.kill()
+    host_srv.wait()
 
     server = subprocess.Popen(inside + [sys.executable, "-m", "http.server", "--bind",
                                         "0.0.0.0", "--directory", www, "80"],
@@ -139,7 +174,8 @@ def ask(host, port):
 
 if __name__ == "__main__":
     if sys.argv[1] == "podman":
-        podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
+               sys.argv[7], sys.argv[8])
     elif sys.argv[1] == "peer-echo":
         peer_echo(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1] == "ask":

@@ -78,6 +78,9 @@ PATH=/usr/libexec/rknp/helpers:$PATH slirp4netns --help | grep -q -- --netns-typ
     { echo "FAIL: /usr/libexec/rknp/helpers/slirp4netns is not rknp-slirp4netns"; exit 1; }
 [ "$(readlink -f /usr/libexec/rknp/helpers/slirp4netns)" = /usr/bin/rknp-slirp4netns ] ||
     { echo "FAIL: the helpers link does not lead to rknp-slirp4netns"; exit 1; }
+# Podman runs the program named pasta it finds first (helper_binaries_dir).
+PATH=/usr/libexec/rknp/helpers:$PATH pasta --version | grep -q '^rknp-pasta ' ||
+    { echo "FAIL: /usr/libexec/rknp/helpers/pasta is not rknp-pasta"; exit 1; }
 test -e /usr/share/man/man1/rknp-rootlesskit.1.gz || { echo "FAIL: no rknp-rootlesskit man page"; exit 1; }
 
 step "an external Go program builds against the module and loads the installed library"

@@ -44,9 +44,18 @@ TEST_CASE("CIDR errors name the option, the value and the reason") {
     CHECK(msg("10.0.2.5/24") ==
           "invalid cidr \"10.0.2.5/24\": host bits are set (network address "
           "is 10.0.2.0/24)");
-    CHECK(msg("10.0.2.0/26").find("prefix length must be 1..25") !=
+    CHECK(msg("10.0.2.0/31").find("prefix length must be 1..30") !=
           std::string::npos);
-    CHECK(msg("10.0.2.0/0").find("1..25") != std::string::npos);
+    CHECK(msg("10.0.2.0/0").find("1..30") != std::string::npos);
+    // The default layout: .2, .3, .15, .100.
+    const Ipv4Cidr n = Ipv4Cidr::parse("cidr", "10.0.2.0/24");
+    CHECK(format_ipv4(n.gateway()) == "10.0.2.2");
+    CHECK(format_ipv4(n.dns()) == "10.0.2.3");
+    CHECK(format_ipv4(n.dhcp_start()) == "10.0.2.15");
+    CHECK(format_ipv4(n.guest()) == "10.0.2.100");
+    CHECK(format_ipv4(n.broadcast()) == "10.0.2.255");
+    CHECK(n.contains(n.guest()));
+    CHECK_FALSE(n.contains(0x0a000300));
     CHECK(msg("10.0.2.0").find("expected IPv4 address/prefix") !=
           std::string::npos);
     CHECK(msg("10.0.2.0/x").find("not a number") != std::string::npos);

@@ -11,6 +11,7 @@
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "common/resolv_conf.hpp"
 #include "struct_versions.hpp"
 
 using namespace rknp;
@@ -188,6 +189,84 @@ T read_poisoned(const T &set, size_t fields, uint32_t struct_size,
 
 } // namespace
 
+TEST_CASE("1.6: the network's addresses where the caller puts them") {
+    auto c = defaults();
+    auto p = ParentConfig::from_c(c); // slirp4netns's layout
+    CHECK(format_ipv4(p.cidr.guest()) == "10.0.2.100");
+    CHECK(format_ipv4(p.cidr.gateway()) == "10.0.2.2");
+    CHECK(format_ipv4(p.cidr.dns()) == "10.0.2.3");
+    CHECK(format_ipv4(p.cidr.dhcp_start()) == "10.0.2.15");
+    CHECK_FALSE(p.host_network);
+
+    // Podman's pasta: the host's own address, --dns-forward 169.254.1.1,
+    // --map-guest-addr 169.254.1.2, a /30 as some hosts have.
+    c.cidr = "192.168.7.4/30";
+    c.guest_address = "192.168.7.5";
+    c.gateway = "192.168.7.6";
+    c.dns_address = "169.254.1.1";
+    c.map_guest_addr = "169.254.1.2";
+    c.map_host_loopback = "169.254.1.3";
+    c.network_model = RKNP_NETWORK_MODEL_HOST;
+    p = ParentConfig::from_c(c);
+    CHECK(p.host_network);
+    CHECK(format_ipv4(p.cidr.guest()) == "192.168.7.5");
+    CHECK(format_ipv4(p.cidr.dhcp_start()) == "192.168.7.5"); // DHCP's lease
+    CHECK(format_ipv4(p.cidr.gateway()) == "192.168.7.6");
+    CHECK(format_ipv4(p.cidr.dns()) == "169.254.1.1");
+    CHECK(format_ipv4(*p.map_guest_addr) == "169.254.1.2");
+    CHECK(format_ipv4(*p.map_host_loopback) == "169.254.1.3");
+
+    auto bad = c;
+    bad.gateway = "192.168.7.5";
+    CHECK(error_of(bad) == "invalid gateway \"192.168.7.5\": the "
+                           "guest_address of 192.168.7.4/30");
+    bad = c;
+    bad.guest_address = "192.168.7.7";
+    CHECK(error_of(bad) == "invalid guest_address \"192.168.7.7\": the "
+                           "broadcast address of 192.168.7.4/30");
+    bad = c;
+    bad.guest_address = "192.168.8.5";
+    CHECK(error_of(bad) == "invalid guest_address \"192.168.8.5\": not in "
+                           "192.168.7.4/30");
+    bad = c;
+    bad.map_guest_addr = "169.254.1.1";
+    CHECK(error_of(bad) == "invalid map_guest_addr \"169.254.1.1\": the "
+                           "dns_address");
+    bad = c;
+    bad.map_host_loopback = "127.0.0.1";
+    CHECK(error_of(bad) == "invalid map_host_loopback \"127.0.0.1\": not a "
+                           "unicast address");
+    bad = c;
+    bad.network_model = 2;
+    CHECK(error_of(bad).rfind("invalid network_model \"2\"", 0) == 0);
+    bad = c;
+    bad.tcp_path = RKNP_TCP_PATH_SLIRP;
+    CHECK(error_of(bad).find("needs the TCP fast path") != std::string::npos);
+    bad = c;
+    bad.disable_offload = 1;
+    CHECK(error_of(bad).find("needs offloads") != std::string::npos);
+    // libslirp's model: DNS inside the network, no mappings.
+    bad = c;
+    bad.network_model = RKNP_NETWORK_MODEL_SLIRP;
+    bad.map_guest_addr = bad.map_host_loopback = nullptr;
+    CHECK(error_of(bad) == "invalid dns_address \"169.254.1.1\": not in "
+                           "192.168.7.4/30 (outside it needs network_model "
+                           "RKNP_NETWORK_MODEL_HOST)");
+    bad.dns_address = nullptr;
+    CHECK(error_of(bad).find("invalid dns_address \"192.168.7.7\"") == 0);
+    bad.map_guest_addr = "169.254.1.2";
+    bad.dns_address = "192.168.7.6";
+    CHECK(error_of(bad) == "invalid dns_address \"192.168.7.6\": the gateway "
+                           "of 192.168.7.4/30");
+    // A /26 keeps working with a placed guest, not with the default .100.
+    auto small = defaults();
+    small.cidr = "10.0.2.0/26";
+    CHECK(error_of(small).find("the default guest address .100 needs a prefix "
+                               "length of at most 25") != std::string::npos);
+    small.guest_address = "10.0.2.10";
+    CHECK_NOTHROW(ParentConfig::from_c(small));
+}
+
 TEST_CASE("an old caller's rknp_config is read as its minor: padding never") {
     rknp_config set = defaults();
     set.mtu = 1500;
@@ -249,10 +328,26 @@ TEST_CASE("an old caller's rknp_config is read as its minor: padding never") {
             rknp_config set15 = set;
             set15.udp_path = RKNP_UDP_PATH_SLIRP;
             std::memset(set15.reserved_1_5, poison, sizeof set15.reserved_1_5);
-            auto r = read_poisoned(set15, sizeof set15, sizeof set15, poison,
-                                   defaults());
+            set15.network_model = RKNP_NETWORK_MODEL_HOST;
+            set15.guest_address = "10.0.2.7";
+            auto r = read_poisoned(set15, RKNP_CONFIG_SIZE_1_5,
+                                   RKNP_CONFIG_SIZE_1_5, poison, defaults());
             CHECK(r.udp_path == RKNP_UDP_PATH_SLIRP);
+            CHECK(r.network_model == RKNP_NETWORK_MODEL_SLIRP);
+            CHECK(r.guest_address == nullptr);
             CHECK_FALSE(ParentConfig::from_c(r).udp_fast_path);
+        }
+        { // 1.6: the address layout read, its reserved block never
+            rknp_config set16 = set;
+            set16.tcp_path = RKNP_TCP_PATH_DEFAULT;
+            set16.network_model = RKNP_NETWORK_MODEL_HOST;
+            set16.guest_address = "10.0.2.7";
+            std::memset(set16.reserved_1_6, poison, sizeof set16.reserved_1_6);
+            auto r = read_poisoned(set16, sizeof set16, sizeof set16, poison,
+                                   defaults());
+            auto p = ParentConfig::from_c(r);
+            CHECK(p.host_network);
+            CHECK(format_ipv4(p.cidr.guest()) == "10.0.2.7");
         }
     }
 }
@@ -305,4 +400,13 @@ TEST_CASE("field_bytes: the newest frozen size within struct_size") {
           RKNP_STATS_SIZE_1_4);
     CHECK(field_bytes<rknp_stats>(RKNP_STATS_SIZE_1_5) ==
           RKNP_STATS_SIZE_1_5);
+}
+
+TEST_CASE("resolv.conf: the first IPv4 nameserver, comments and IPv6 skipped") {
+    CHECK(first_nameserver4("# nameserver 9.9.9.9\n; x\nsearch lan\n"
+                            "nameserver fd00::1\nnameserver   127.0.0.53 \n"
+                            "nameserver 10.0.0.1\n") == 0x7f000035u);
+    CHECK_FALSE(first_nameserver4("nameserver ::1\noptions edns0\n"));
+    CHECK_FALSE(first_nameserver4(""));
+    CHECK_FALSE(host_nameserver4("/nonexistent/resolv.conf"));
 }

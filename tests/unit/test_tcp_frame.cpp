@@ -244,7 +244,7 @@ TEST_CASE("tcp_fastpath: routing of guest SYN destinations") {
         s = Segment{};
         addr4(s.src, 10, 0, 2, 100);
         addr4(s.dst, a, b, cc, d);
-        return classify(c, s.v6, s.src, s.dst);
+        return classify(c, s.v6, s.src, s.dst, 80);
     };
     CHECK(route4(93, 184, 216, 34) == Route::Host);
     CHECK(route4(10, 0, 2, 2) == Route::Loopback);
@@ -263,7 +263,7 @@ TEST_CASE("tcp_fastpath: routing of guest SYN destinations") {
         s.v6 = true;
         addr6(s.src, "fd00::100");
         addr6(s.dst, dst);
-        return classify(c, s.v6, s.src, s.dst);
+        return classify(c, s.v6, s.src, s.dst, 80);
     };
     c.disable_host_loopback = false;
     CHECK(route6("2001:db8::1") == Route::Host);
@@ -276,4 +276,71 @@ TEST_CASE("tcp_fastpath: routing of guest SYN destinations") {
     CHECK(route6("::ffff:1.2.3.4") == Route::NotMine);
     c.ipv6 = false;
     CHECK(route6("2001:db8::1") == Route::NotMine);
+}
+
+TEST_CASE("tcp_fastpath: routing in pasta's model (the host's network)") {
+    // The namespace has the host's 192.168.1.5/24, gateway .1; Podman's
+    // --dns-forward 169.254.1.1 --map-guest-addr 169.254.1.2.
+    FastPathConfig c = Sim::base_config();
+    c.host_network = true;
+    c.net4 = 0xc0a80100;
+    c.mask4 = 0xffffff00;
+    c.guest4 = 0xc0a80105;
+    c.gateway4 = 0xc0a80101;
+    c.dns4 = 0xa9fe0101;
+    c.map_guest4 = 0xa9fe0102;
+    c.resolver4 = 0x7f000035; // 127.0.0.53
+    Segment s;
+    auto route4 = [&](uint32_t dst, uint16_t port) {
+        s = Segment{};
+        addr4(s.src, 192, 168, 1, 5);
+        addr4(s.dst, uint8_t(dst >> 24), uint8_t(dst >> 16), uint8_t(dst >> 8), uint8_t(dst));
+        return classify(c, s.v6, s.src, s.dst, port);
+    };
+    CHECK(route4(0xc0a80107, 80) == Route::Host);       // a neighbour
+    CHECK(route4(0xc0a80103, 80) == Route::Host);       // .3 is no forwarder
+    CHECK(route4(0xc0a80101, 80) == Route::Loopback);   // gateway, mapped
+    CHECK(route4(0xa9fe0102, 80) == Route::GuestAddr);  // host.containers.internal
+    CHECK(route4(0xa9fe0101, 53) == Route::Resolver);
+    CHECK(route4(0xa9fe0101, 80) == Route::Unreachable); // DNS address, not DNS
+    CHECK(route4(0x5db8d822, 443) == Route::Host);
+    CHECK(route4(0xc0a801ff, 80) == Route::NotMine);    // broadcast
+    c.disable_host_loopback = true;                      // --no-map-gw
+    CHECK(route4(0xc0a80101, 80) == Route::Host);       // the real gateway
+    c.map_loopback4 = 0xa9fe0103;                        // --map-host-loopback
+    CHECK(route4(0xa9fe0103, 80) == Route::Loopback);
+    c.resolver4.reset();                                 // no nameserver
+    CHECK(route4(0xa9fe0101, 53) == Route::Unreachable);
+    c.dns = false;                                       // no --dns-forward
+    CHECK(route4(0xa9fe0101, 53) == Route::Host);
+
+    // Where flows go on the host.
+    c.resolver4 = 0x7f000035;
+    c.dns = true;
+    auto target = [&](Route r, uint32_t dst, uint16_t port) {
+        uint8_t d[16];
+        addr4(d, uint8_t(dst >> 24), uint8_t(dst >> 16), uint8_t(dst >> 8), uint8_t(dst));
+        HostAddrs a = host_addrs(c, r, false, d, port);
+        const auto &t = reinterpret_cast<const sockaddr_in &>(a.target);
+        return std::pair(ntohl(t.sin_addr.s_addr), ntohs(t.sin_port));
+    };
+    CHECK(target(Route::Resolver, 0xa9fe0101, 53) == std::pair(0x7f000035u, uint16_t(53)));
+    CHECK(target(Route::GuestAddr, 0xa9fe0102, 8080) == std::pair(0xc0a80105u, uint16_t(8080)));
+    CHECK(target(Route::Host, 0xc0a80107, 22) == std::pair(0xc0a80107u, uint16_t(22)));
+
+    // What a guest sees of a forwarded port's client: a neighbour keeps
+    // its address, the host's own address shows as --map-guest-addr.
+    auto seen = [&](uint32_t peer) {
+        sockaddr_storage ss{};
+        auto &p = reinterpret_cast<sockaddr_in &>(ss);
+        p.sin_family = AF_INET;
+        p.sin_addr.s_addr = htonl(peer);
+        return forwarded_source(c, ss);
+    };
+    CHECK(seen(0xc0a80107) == 0xc0a80107u);
+    CHECK(seen(0xc0a80105) == 0xa9fe0102u);
+    CHECK(seen(0x7f000001) == 0xc0a80101u);
+    CHECK(seen(0x0a0b0c0d) == 0x0a0b0c0du);
+    c.map_guest4.reset();
+    CHECK(seen(0xc0a80105) == 0xc0a80101u);
 }

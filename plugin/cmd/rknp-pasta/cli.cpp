@@ -34,17 +34,24 @@ void usage(const char *argv0) {
         "  -P, --pid FILE          write the background process's PID to FILE\n"
         "  -I, --ns-ifname NAME    namespace interface name (default tap0)\n"
         "  -m, --mtu MTU           interface MTU, 68-65520 (default 65520)\n"
-        "  -a, --address ADDR      namespace IPv4 address, the 100th of its\n"
-        "                          network (default 10.0.2.100), or IPv6 in\n"
-        "                          fd00::/64\n"
-        "  -n, --netmask MASK      IPv4 netmask, dot-decimal or bits\n"
-        "  -g, --gateway ADDR      gateway, the 2nd address of the network\n"
-        "      --dns-forward ADDR  forward DNS queries sent to ADDR (the 3rd\n"
-        "                          address of the network, or fd00::3) to the\n"
-        "                          host's resolvers; none: no DNS forwarder\n"
+        "  -a, --address ADDR      namespace IPv4 address (default: the host's\n"
+        "                          upstream interface's), or IPv6 in fd00::/64\n"
+        "  -n, --netmask MASK      IPv4 netmask, dot-decimal or bits (default:\n"
+        "                          the host's, or the class of -a's address)\n"
+        "  -g, --gateway ADDR      IPv4 gateway (default: the host's), or\n"
+        "                          fd00::2\n"
+        "      --dns-forward ADDR  forward DNS queries sent to ADDR to the\n"
+        "                          host's first nameserver (IPv6: fd00::3 only)\n"
+        "      --map-guest-addr ADDR  ADDR reaches the host at the namespace's\n"
+        "                          address (IPv4); none: no such address\n"
+        "      --map-host-loopback ADDR  ADDR reaches the host's loopback\n"
+        "                          (IPv4), besides the gateway; none: no such\n"
+        "                          address\n"
         "  -o, --outbound ADDR     bind outbound sockets to ADDR\n"
         "      --ns-mac-addr ADDR  MAC address of the namespace interface\n"
-        "      --no-map-gw         don't map the gateway address to the host\n"
+        "      --no-map-gw         don't map the gateway address to the host's\n"
+        "                          loopback: it is the host's gateway\n"
+        "      --map-gw            map it (the default)\n"
         "  -4, --ipv4-only         IPv4 only (default: IPv6 too)\n"
         "      --config-net        configure the interface (address, route,\n"
         "                          link up); else it is left to DHCP/SLAAC\n"
@@ -87,6 +94,9 @@ enum : int {
     kDnsForward,
     kNsMacAddr,
     kNoMapGw,
+    kMapGw,
+    kMapGuestAddr,
+    kMapHostLoopback,
     kConfigNet,
     kUserns,
     kNetns,
@@ -96,16 +106,15 @@ enum : int {
 };
 
 // pasta options rknp-pasta refuses by name (they exist in pasta, so an
-// "unrecognized option" would mislead). --map-guest-addr,
-// --map-host-loopback and --host-lo-to-ns-lo are left unrecognized on
-// purpose: Podman retries without --map-guest-addr on getopt's text, and
-// rootlesskit probes --host-lo-to-ns-lo to decide whether to pass it.
+// "unrecognized option" would mislead). --host-lo-to-ns-lo is left
+// unrecognized on purpose: rootlesskit probes it to decide whether to pass
+// it.
 constexpr const char *kUnsupportedLong[] = {
     "log-size", "runas", "fd", "pcap", "mac-addr", "interface",
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
     "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-dhcp", "no-ndp",
     "no-dhcpv6", "no-ra", "ipv6-only", "socket", "socket-path",
-    "no-splice", "freebind", "map-gw", "no-copy-routes", "no-copy-addrs",
+    "no-splice", "freebind", "no-copy-routes", "no-copy-addrs",
 };
 
 } // namespace
@@ -130,6 +139,9 @@ Options parse_args(int argc, char *const argv[]) {
         {"dns-forward", required_argument, nullptr, kDnsForward},
         {"ns-mac-addr", required_argument, nullptr, kNsMacAddr},
         {"no-map-gw", no_argument, nullptr, kNoMapGw},
+        {"map-gw", no_argument, nullptr, kMapGw},
+        {"map-guest-addr", required_argument, nullptr, kMapGuestAddr},
+        {"map-host-loopback", required_argument, nullptr, kMapHostLoopback},
         {"ipv4-only", no_argument, nullptr, '4'},
         {"config-net", no_argument, nullptr, kConfigNet},
         {"tcp-ports", required_argument, nullptr, 't'},
@@ -207,6 +219,15 @@ Options parse_args(int argc, char *const argv[]) {
             break;
         case kNoMapGw:
             o.no_map_gw = true;
+            break;
+        case kMapGw:
+            o.no_map_gw = false;
+            break;
+        case kMapGuestAddr:
+            o.map_guest_addr = optarg;
+            break;
+        case kMapHostLoopback:
+            o.map_host_loopback = optarg;
             break;
         case '4':
             o.ipv4_only = true;

@@ -36,7 +36,9 @@ struct Options {
     std::vector<std::string> dns_forward; // --dns-forward
     std::optional<std::string> ns_mac;    // --ns-mac-addr
     std::vector<std::string> outbound;    // -o
-    bool no_map_gw = false;               // --no-map-gw
+    bool no_map_gw = false;               // --no-map-gw (--map-gw: false)
+    std::optional<std::string> map_guest_addr;    // --map-guest-addr
+    std::optional<std::string> map_host_loopback; // --map-host-loopback
     bool ipv4_only = false;               // -4
     bool config_net = false;              // --config-net
 

@@ -140,7 +140,11 @@ int run(int argc, char *argv[]) {
     cmd::stay_undumpable();
     close_inherited_fds();
     Options o = parse_args(argc, argv);
-    NetworkModel model(o);
+    const std::optional<Upstream> up = host_upstream();
+    if (!up && !o.quiet)
+        std::fprintf(stderr, "rknp-pasta: no IPv4 default route on the host: "
+                             "the namespace gets 10.0.2.100/24\n");
+    NetworkModel model(o, up);
     rknp_config cfg = model.get();
     PortForwarder forwarder(o, cfg.enable_ipv6 != 0);
     LogLevel log{o.quiet, o.debug};

@@ -4,6 +4,8 @@
 #include "network_model.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -18,7 +20,8 @@ namespace pasta {
 
 namespace {
 
-constexpr uint32_t kGuestOffset = 100, kGatewayOffset = 2, kDnsOffset = 3;
+// Without a default route on the host: rknp's own network.
+constexpr uint32_t kFallbackAddr = (10u << 24) | (2u << 8) | 100; // 10.0.2.100
 
 bool parse_v4(const std::string &s, uint32_t &out) {
     in_addr a{};
@@ -78,26 +81,55 @@ int classful_prefix(uint32_t a) {
 
 } // namespace
 
-std::string default_route_interface() {
+std::optional<Upstream> host_upstream() {
     std::ifstream route("/proc/net/route");
     std::string line;
     std::getline(route, line); // header
-    while (std::getline(route, line)) {
+    Upstream up;
+    bool found = false;
+    while (!found && std::getline(route, line)) {
         std::istringstream in(line);
-        std::string iface, dest;
-        if (in >> iface >> dest && dest == "00000000" && iface.size() <= 15)
-            return iface;
+        std::string iface, dest, gw;
+        if (in >> iface >> dest >> gw && dest == "00000000" && iface.size() <= 15) {
+            // The kernel prints the address's network-order word in hex.
+            up.ifname = iface;
+            up.gateway = ntohl(uint32_t(std::strtoul(gw.c_str(), nullptr, 16)));
+            found = true;
+        }
     }
-    return "tap0";
+    if (!found) return std::nullopt;
+    ifaddrs *list = nullptr;
+    if (getifaddrs(&list) != 0) return std::nullopt;
+    bool have_addr = false;
+    for (ifaddrs *i = list; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET ||
+            i->ifa_netmask == nullptr || up.ifname != i->ifa_name)
+            continue;
+        uint32_t a = ntohl(reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr);
+        uint32_t m = ntohl(reinterpret_cast<sockaddr_in *>(i->ifa_netmask)->sin_addr.s_addr);
+        // The address whose network holds the gateway, else the first.
+        if (have_addr && (up.gateway & m) != (a & m)) continue;
+        up.address = a;
+        up.prefix = __builtin_popcount(m);
+        have_addr = true;
+        if ((up.gateway & m) == (a & m)) break;
+    }
+    freeifaddrs(list);
+    if (!have_addr) return std::nullopt;
+    return up;
 }
 
-NetworkModel::NetworkModel(const Options &o) {
+NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) {
     if (rknp_config_init(&cfg_, sizeof cfg_) != RKNP_OK)
         throw cmd::Failure("rknp_config_init failed");
+    // pasta's model: the namespace's network is the host's, its other
+    // addresses the host's neighbours.
+    cfg_.network_model = RKNP_NETWORK_MODEL_HOST;
 
-    // IPv4: the namespace's address and network.
-    uint32_t addr = (10u << 24) | (2u << 8) | kGuestOffset; // 10.0.2.100
-    int prefix = 24;
+    // IPv4: the namespace's address and network; by default the host's
+    // upstream interface's (pasta's default), else rknp's 10.0.2.100/24.
+    uint32_t addr = up ? up->address : kFallbackAddr;
+    int prefix = up ? up->prefix : 24;
     bool have_v4 = false;
     for (const auto &a : o.addresses) {
         in6_addr a6{};
@@ -105,7 +137,7 @@ NetworkModel::NetworkModel(const Options &o) {
         if (parse_v4(a, v4)) {
             if (have_v4) refuse("-a/--address", a, "a second IPv4 address");
             addr = v4;
-            prefix = classful_prefix(v4);
+            prefix = up && up->address == v4 ? up->prefix : classful_prefix(v4);
             have_v4 = true;
         } else if (parse_v6(a, a6)) {
             if (!ipv6_.empty()) refuse("-a/--address", a, "a second IPv6 address");
@@ -119,28 +151,27 @@ NetworkModel::NetworkModel(const Options &o) {
         }
     }
     if (o.netmask) prefix = parse_netmask(*o.netmask);
-    if (prefix < 1 || prefix > 25)
+    if (prefix < 1 || prefix > 30)
         refuse("-n/--netmask", o.netmask.value_or(std::to_string(prefix)),
-               "rknp-pasta needs a prefix length of 1-25");
-    uint32_t mask = ~uint32_t(0) << (32 - prefix);
-    uint32_t network = addr & mask;
-    if (addr != network + kGuestOffset)
-        refuse("-a/--address", format_v4(addr),
-               "rknp-pasta puts the namespace at the 100th address of its "
-               "network (here " + format_v4(network + kGuestOffset) +
-                   "); other placements are not supported yet");
+               "rknp-pasta needs a prefix length of 1-30");
+    const uint32_t mask = ~uint32_t(0) << (32 - prefix);
+    const uint32_t network = addr & mask;
+    auto in_net = [&](uint32_t a) { return (a & mask) == network; };
     cidr_ = format_v4(network) + "/" + std::to_string(prefix);
     cfg_.cidr = cidr_.c_str();
+    address_ = format_v4(addr);
+    cfg_.guest_address = address_.c_str();
 
+    // The gateway: -g, else the host's when it lies in the network, else
+    // the network's 2nd address (as rknp's network has it).
+    uint32_t gw = up && in_net(up->gateway) && up->gateway != addr ? up->gateway
+                                                                   : network + 2;
+    if (gw == addr) gw = network + 1;
     for (const auto &g : o.gateways) {
         uint32_t v4 = 0;
         in6_addr a6{};
         if (parse_v4(g, v4)) {
-            if (v4 != network + kGatewayOffset)
-                refuse("-g/--gateway", g,
-                       "rknp-pasta's gateway is the 2nd address of the "
-                       "network (here " + format_v4(network + kGatewayOffset) +
-                           ")");
+            gw = v4;
         } else if (parse_v6(g, a6)) {
             if (!is_fd00(a6, 2))
                 refuse("-g/--gateway", g, "rknp-pasta's IPv6 gateway is fd00::2");
@@ -148,15 +179,19 @@ NetworkModel::NetworkModel(const Options &o) {
             refuse("-g/--gateway", g, "not an IPv4 or IPv6 address");
         }
     }
+    if (!in_net(gw) || gw == addr || gw == network || gw == (network | ~mask))
+        refuse("-g/--gateway", format_v4(gw),
+               gw == addr ? "the namespace's own address"
+                          : "not a host of the network " + cidr_);
+    gateway_ = format_v4(gw);
+    cfg_.gateway = gateway_.c_str();
+
     for (const auto &d : o.dns_forward) {
         uint32_t v4 = 0;
         in6_addr a6{};
         if (parse_v4(d, v4)) {
-            if (v4 != network + kDnsOffset)
-                refuse("--dns-forward", d,
-                       "rknp-pasta forwards DNS at the 3rd address of the "
-                       "network (here " + format_v4(network + kDnsOffset) +
-                           "); other addresses are not supported yet");
+            dns_ = d;
+            cfg_.dns_address = dns_.c_str();
         } else if (parse_v6(d, a6)) {
             if (!is_fd00(a6, 3))
                 refuse("--dns-forward", d,
@@ -167,6 +202,21 @@ NetworkModel::NetworkModel(const Options &o) {
     }
     // pasta answers DNS only where --dns-forward says.
     cfg_.disable_dns = o.dns_forward.empty();
+
+    auto mapped = [&](const char *option, const std::optional<std::string> &v,
+                      std::string &keep, const char *&field) {
+        if (!v || *v == "none") return;
+        uint32_t v4 = 0;
+        in6_addr a6{};
+        if (parse_v6(*v, a6))
+            refuse(option, *v, "IPv6 mappings are not supported yet");
+        if (!parse_v4(*v, v4)) refuse(option, *v, "not an IPv4 address");
+        keep = *v;
+        field = keep.c_str();
+    };
+    mapped("--map-guest-addr", o.map_guest_addr, map_guest_, cfg_.map_guest_addr);
+    mapped("--map-host-loopback", o.map_host_loopback, map_loopback_,
+           cfg_.map_host_loopback);
 
     cfg_.enable_ipv6 = !o.ipv4_only;
     if (o.ipv4_only && !ipv6_.empty())
@@ -188,7 +238,7 @@ NetworkModel::NetworkModel(const Options &o) {
     }
 
     cfg_.mtu = o.mtu;
-    ifname_ = o.ifname ? *o.ifname : default_route_interface();
+    ifname_ = o.ifname ? *o.ifname : up ? up->ifname : "tap0";
     cfg_.ifname = ifname_.c_str();
     if (o.ns_mac) {
         mac_ = *o.ns_mac;

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// pasta's address options (-a, -n, -g, --dns-forward, -4, -o, -I, -m,
-// --ns-mac-addr, --no-map-gw, --config-net) as an rknp_config. rknp's
-// network puts the namespace at the 100th address of an IPv4 network, the
-// gateway at the 2nd, the DNS forwarder at the 3rd (fd00::/64, ::2, ::3 for
-// IPv6), which is what rootlesskit passes; any other placement is refused
-// by option name.
+// pasta's address options (-a, -n, -g, --dns-forward, --map-guest-addr,
+// --map-host-loopback, -4, -o, -I, -m, --ns-mac-addr, --no-map-gw,
+// --config-net) as an rknp_config in pasta's model
+// (RKNP_NETWORK_MODEL_HOST): by default the namespace gets the host's
+// upstream interface's name, IPv4 address, prefix and gateway, and the
+// network's other addresses are the host's neighbours. IPv6 stays rknp's
+// fd00::/64 (gateway ::2, DNS ::3).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cli.hpp"
@@ -15,12 +18,24 @@
 
 namespace pasta {
 
+// The host's interface with the first IPv4 default route (/proc/net/route):
+// pasta's default for the namespace's interface name, address, prefix and
+// gateway. The address is the interface's one whose network holds the
+// gateway, else its first.
+struct Upstream {
+    std::string ifname;
+    uint32_t address = 0, gateway = 0; // host byte order
+    int prefix = 0;
+};
+std::optional<Upstream> host_upstream();
+
 // An rknp_config together with the strings it points into.
 class NetworkModel {
 public:
     // Throws cmd::Failure naming the option and the value on a bad or an
     // unsupported value.
-    explicit NetworkModel(const Options &o);
+    // up: the host's upstream interface (host_upstream()), if any.
+    NetworkModel(const Options &o, const std::optional<Upstream> &up);
     NetworkModel(const NetworkModel &) = delete;
     NetworkModel &operator=(const NetworkModel &) = delete;
 
@@ -28,12 +43,10 @@ public:
 
 private:
     rknp_config cfg_{};
-    std::string cidr_, ifname_, ipv6_, mac_, outbound_, outbound6_;
+    std::string cidr_, address_, gateway_, dns_, map_guest_, map_loopback_,
+        ifname_, ipv6_, mac_, outbound_, outbound6_;
 };
 
-// The name of the host's interface with the first IPv4 default route
-// (/proc/net/route), pasta's default namespace interface name; "tap0" if
-// there is none.
-std::string default_route_interface();
+
 
 } // namespace pasta

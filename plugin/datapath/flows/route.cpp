@@ -39,15 +39,26 @@ bool same6(const uint8_t a[16], const in6_addr &b) {
 } // namespace
 
 Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
-               const uint8_t dst6[16]) {
+               const uint8_t dst6[16], uint16_t dport) {
+    constexpr uint16_t kDnsPort = 53;
     if (!v6) {
         uint32_t d = ipv4_of(dst6), src = ipv4_of(src6);
         if (!is_unicast4(src) || !is_unicast4(d)) return Route::NotMine;
-        if (d == cfg.gateway4)
-            return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
-        if (d == cfg.dns4 || (d & cfg.mask4) == (cfg.net4 & cfg.mask4))
-            return Route::NotMine;
-        return Route::Host;
+        if (d == cfg.gateway4) {
+            if (!cfg.disable_host_loopback) return Route::Loopback;
+            return cfg.host_network ? Route::Host : Route::Refuse;
+        }
+        const bool in_net = (d & cfg.mask4) == (cfg.net4 & cfg.mask4);
+        if (!cfg.host_network)
+            return d == cfg.dns4 || in_net ? Route::NotMine : Route::Host;
+        if (in_net && (d == (cfg.net4 & cfg.mask4) || d == (cfg.net4 | ~cfg.mask4)))
+            return Route::NotMine; // the network's own addresses
+        if (cfg.map_loopback4 && d == *cfg.map_loopback4) return Route::Loopback;
+        if (cfg.map_guest4 && d == *cfg.map_guest4) return Route::GuestAddr;
+        if (cfg.dns && d == cfg.dns4)
+            return dport == kDnsPort && cfg.resolver4 ? Route::Resolver
+                                                      : Route::Unreachable;
+        return d == cfg.guest4 ? Route::NotMine : Route::Host;
     }
     if (!cfg.ipv6 || !unicast6(src6) || !unicast6(dst6)) return Route::NotMine;
     if (same6(dst6, cfg.gateway6))
@@ -66,6 +77,10 @@ HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
         t.sin_port = htons(port);
         if (r == Route::Loopback)
             t.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        else if (r == Route::GuestAddr)
+            t.sin_addr.s_addr = htonl(net.guest4);
+        else if (r == Route::Resolver && net.resolver4)
+            t.sin_addr.s_addr = htonl(*net.resolver4);
         else
             std::memcpy(&t.sin_addr, dst + 12, 4);
         a.target_len = sizeof t;
@@ -137,7 +152,9 @@ uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer) {
         const auto &a6 = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr;
         if (is_mapped_v4(a6.s6_addr)) a = ipv4_of(a6.s6_addr);
     }
-    if (!is_unicast4(a) || (a & net.mask4) == (net.net4 & net.mask4)) a = net.gateway4;
+    if (net.host_network && a == net.guest4) return net.map_guest4.value_or(net.gateway4);
+    const bool in_net = (a & net.mask4) == (net.net4 & net.mask4);
+    if (!is_unicast4(a) || (in_net && !net.host_network)) a = net.gateway4;
     return a;
 }
 

@@ -25,8 +25,19 @@ struct VirtualNet {
     uint32_t prefix6_len = 64;
     in6_addr gateway6{}, dns6{};
     // The gateway means the host's loopback unless this is set; then a
-    // flow to it is refused (as libslirp refuses it).
+    // flow to it is refused (as libslirp refuses it), or goes to the real
+    // gateway in the host's network (host_network).
     bool disable_host_loopback = false;
+    // pasta's model (RKNP_NETWORK_MODEL_HOST): net4 is the host's network,
+    // its other addresses are neighbours reached through the host, and
+    // DNS to dns4 goes to the host's resolver (resolver4) from here, so
+    // dns4 may lie outside net4. libslirp then sees no unicast IPv4 flow.
+    bool host_network = false;
+    uint32_t guest4 = 0x0a000264;
+    bool dns = true; // a DNS forwarder at dns4
+    std::optional<uint32_t> resolver4;       // the host's first nameserver
+    std::optional<uint32_t> map_guest4;      // -> the host at guest4
+    std::optional<uint32_t> map_loopback4;   // -> 127.0.0.1
     std::optional<uint32_t> outbound_addr; // host byte order
     std::optional<in6_addr> outbound_addr6;
 };
@@ -45,14 +56,18 @@ enum class Admission {
 
 // Where a guest flow's destination goes.
 enum class Route {
-    NotMine,  // libslirp's (DNS, virtual network, non-unicast, v6 disabled)
-    Host,     // connect to the destination itself
-    Loopback, // the gateway: connect to 127.0.0.1 / ::1
-    Refuse,   // the gateway with disable_host_loopback
+    NotMine,     // libslirp's (DNS, virtual network, non-unicast, v6 disabled)
+    Host,        // connect to the destination itself
+    Loopback,    // the gateway (or map_loopback4): 127.0.0.1 / ::1
+    GuestAddr,   // map_guest4: the host at the guest's address
+    Resolver,    // host_network's DNS: the host's nameserver, port 53
+    Refuse,      // the gateway with disable_host_loopback (libslirp's way)
+    Unreachable, // host_network's DNS address but port 53, or no resolver
 };
-// src and dst as IPv4-mapped (v6 false) or IPv6 addresses.
+// src and dst as IPv4-mapped (v6 false) or IPv6 addresses; dport: the
+// destination port (0 for ICMP).
 Route classify(const VirtualNet &net, bool v6, const uint8_t src[16],
-               const uint8_t dst[16]);
+               const uint8_t dst[16], uint16_t dport);
 
 // The host socket addresses of a flow to dst:port that classify() routed
 // (Host or Loopback): what to connect to and, with an outbound address
@@ -85,7 +100,9 @@ Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
 // order), as libslirp's sotranslate_accept has it: the peer's own IPv4
 // address (or the IPv4 of an IPv4-mapped one), the gateway for loopback,
 // IPv6, and anything the guest's answer would not come back to us for
-// (its own network, non-unicast).
+// (its own network, non-unicast). In the host's network (host_network)
+// a neighbour keeps its address, and the host's own address (the
+// guest's) shows as map_guest4 where there is one.
 uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer);
 
 } // namespace rknp

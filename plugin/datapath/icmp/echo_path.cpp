@@ -71,13 +71,16 @@ Verdict EchoPath::guest_frame(std::span<const uint8_t> frame) {
     }
     if (r.v6 && !probe_.v6) return Verdict::NotMine;
     bool loopback;
-    switch (classify(cfg_, r.v6, r.src, r.dst)) {
+    switch (classify(cfg_, r.v6, r.src, r.dst, 0)) {
     case Route::Host:
         loopback = false;
         break;
     case Route::Loopback:
+    case Route::GuestAddr: // the host answers at any of its addresses
         loopback = true;
         break;
+    case Route::Unreachable: // host_network's DNS address: not a host
+        return Verdict::Consumed;
     default: // the virtual network, DNS, a refused gateway: libslirp answers
         return Verdict::NotMine;
     }

@@ -109,7 +109,7 @@ void FastPath::reply_rst(const Segment &s) {
 }
 
 void FastPath::open_flow(const Segment &s, Route r) {
-    if (r == Route::Refuse) {
+    if (r == Route::Refuse || r == Route::Unreachable) {
         reply_rst(s);
         return;
     }
@@ -162,7 +162,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     case Parse::Ok:
         break;
     }
-    Route r = classify(cfg_, s.v6, s.src, s.dst);
+    Route r = classify(cfg_, s.v6, s.src, s.dst, s.dport);
     if (r == Route::NotMine) return Verdict::NotMine;
     uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
     if (std::optional<uint32_t> idx = table_.find(s.src, s.dst, s.sport, s.dport, s.v6, h)) {

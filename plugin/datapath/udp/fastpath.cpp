@@ -79,13 +79,19 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     // DHCP is libslirp's wherever it is addressed; port 0 is not a flow.
     if (d.dport == kDhcpServerPort || d.sport == 0 || d.dport == 0)
         return Verdict::NotMine;
-    const Route r = classify(cfg_, d.v6, d.src, d.dst);
+    const Route r = classify(cfg_, d.v6, d.src, d.dst, d.dport);
     if (r == Route::NotMine) return Verdict::NotMine;
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
     std::optional<uint32_t> idx = table_.find(d.src, d.dst, d.sport, d.dport, d.v6, h);
     // The gateway with disable_host_loopback: only replies on a forward's
     // flow (to a loopback client) pass, as for TCP forwards.
     if (!idx && r == Route::Refuse) return Verdict::NotMine;
+    // No flow for it in the host's network (the DNS address off port 53,
+    // or no resolver): libslirp would send it to that address for real.
+    if (!idx && r == Route::Unreachable) {
+        ++stats_.dropped_to_host;
+        return Verdict::Consumed;
+    }
     // New flows from the guest end of a forward libslirp carries are
     // libslirp's (a fast-path forward's flows to the same end stay ours).
     if (!idx && !d.v6 && !slirp_ends_.empty() &&
