@@ -17,6 +17,8 @@ PACKAGES=(
     # tests/vm/run.sh: Debian 12's own kernel (6.1) booted in qemu (TCG),
     # the 9p modules found with modprobe, busybox-static as its initramfs.
     linux-image-amd64 qemu-system-x86 kmod
+    # tests/sid/tree.sh: the Debian sid tree with the modern engines.
+    mmdebstrap
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
