@@ -59,16 +59,22 @@ case_detach_netns() {
     expect "fetch from the detached netns" "^sha=$FILE_SHA\$" "$out"
 }
 
-# 3b. --cidr: guest .100, gateway .2 of the given network.
-case_cidr() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --cidr=10.0.135.128/25 -- sh -c "
-        ip -o addr show dev tap0; ip route
-        echo sha=\$($(fetch_sha "http://10.0.135.130:$PORT4/file"))")
-    expect "guest address" "inet 10\.0\.135\.228/25" "$out"
-    expect "default route" "^default via 10\.0\.135\.130 dev tap0" "$out"
-    expect "fetch via the custom gateway" "^sha=$FILE_SHA\$" "$out"
+# link_case DRIVER DEV ADDR GATEWAY RK_ARGS...: inside rootlesskit (with
+# RK_ARGS) DEV has the guest address ADDR (a.b.c.d/prefix), the default
+# route goes through GATEWAY on DEV, and the host's file comes through it.
+link_case() {
+    local drv=$1 dev=$2 addr=$3 gw=$4 out
+    shift 4
+    out=$(rk "$drv" --copy-up=/etc "$@" -- sh -c "
+        ip -o addr show dev $dev; ip route
+        echo sha=\$($(fetch_sha "http://$gw:$PORT4/file"))")
+    expect "guest address on $dev" "$dev +inet ${addr//./\\.}" "$out"
+    expect "default route" "^default via ${gw//./\\.} dev $dev" "$out"
+    expect "fetch via $gw" "^sha=$FILE_SHA\$" "$out"
 }
+
+# 3b. --cidr: guest .100, gateway .2 of the given network.
+case_cidr() { link_case "$1" tap0 10.0.135.228/25 10.0.135.130 --cidr=10.0.135.128/25; }
 
 # 3c. --mtu: the link MTU, and a transfer that uses full-size frames.
 mtu_case() {
@@ -174,15 +180,7 @@ case_ping() {
 }
 
 # 3e. --ifname: the tap carries the given name.
-case_ifname() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --ifname=eth7 -- sh -c "
-        ip -o addr show dev eth7; ip route
-        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
-    expect "address on eth7" "eth7 +inet 10\.0\.2\.100/24" "$out"
-    expect "default route via eth7" "^default via 10\.0\.2\.2 dev eth7" "$out"
-    expect "fetch" "^sha=$FILE_SHA\$" "$out"
-}
+case_ifname() { link_case "$1" eth7 10.0.2.100/24 10.0.2.2 --ifname=eth7; }
 
 # 4. A host outside the gateway: forwarded through the host's stack to a
 # server in the netns this test created.

@@ -18,15 +18,10 @@
 # namespaces this script creates. One PASS/FAIL line per case; exits
 # non-zero if any failed; bounded by E2E_TIMEOUT seconds (default 600).
 set -euo pipefail
-
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$E2E_DIR/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$REPO/build}
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
-e2e_bound 600 "$@"
-e2e_require "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-pasta first" \
+e2e_start 600 "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-pasta first" \
     "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh" # the rootlesskit cases below run through drv_flags
@@ -38,26 +33,14 @@ DNS_NAME=rknp-pasta.test
 DNS_IP=192.0.2.79
 
 e2e_scratch pasta
-# Copies (a rebuild during the run cannot change them); the binary finds
-# the library through its $ORIGIN/../lib rpath.
-install -m 0755 "$BUILD_DIR/bin/rknp-pasta" "$SCRATCH/bin/rknp-pasta"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+e2e_copy_build rknp-pasta
 install -m 0755 "$E2E_DIR/compat_pasta_helper.py" "$SCRATCH/bin/helper.py"
 install -m 0755 "$E2E_DIR/reach_back_prober.py" "$SCRATCH/bin/reach_back_prober.py"
 PASTA=$SCRATCH/bin/rknp-pasta
 HELPER=$SCRATCH/bin/helper.py
 
-setup_test_user
-chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
-head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
-chmod -R a+rX "$SCRATCH/www"
-FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
-
-PORT4=$(free_port 127.0.0.1)
-start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
-PORT6=$(free_port ::1)
-start_http ::1 "$PORT6" "$SCRATCH/www"
-start_dns "$DNS_NAME=$DNS_IP"
+e2e_test_user
+e2e_loopback_servers
 setup_netns_host
 PORT_NS=18080
 start_http 198.18.0.2 "$PORT_NS" "$SCRATCH/www" "$NETNS_HOST"

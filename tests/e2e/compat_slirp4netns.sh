@@ -18,44 +18,27 @@
 # this script creates. One PASS/FAIL line per case and driver; exits
 # non-zero if any failed; bounded by E2E_TIMEOUT seconds (default 900).
 set -euo pipefail
-
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$E2E_DIR/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$REPO/build}
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
-e2e_bound 900 "$@"
-e2e_require "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-slirp4netns first" \
+e2e_start 900 "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-slirp4netns first" \
     "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" /usr/bin/rootlesskit /usr/bin/slirp4netns
 # shellcheck source=tests/e2e/cases.sh
-. "$E2E_DIR/cases.sh" # cidr, mtu_1500, mtu_65520, ipv6; same-named cases below replace its
+. "$E2E_DIR/cases.sh" # http_disable_host_loopback, dns, cidr, mtu_*, ipv6, detach_netns (v3); same-named cases below replace its
 
 DNS_NAME=rknp-s4n.test
 DNS_IP=192.0.2.78
 
 e2e_scratch s4n
-# Copies (a rebuild during the run cannot change them); the binary finds
-# the library through its $ORIGIN/../lib rpath.
-install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+e2e_copy_build rknp-slirp4netns
 install -m 0755 "$E2E_DIR/compat_slirp4netns_helper.py" "$SCRATCH/bin/helper.py"
 install -m 0755 "$E2E_DIR/reach_back_prober.py" "$SCRATCH/bin/reach_back_prober.py"
 S4N=$SCRATCH/bin/rknp-slirp4netns
 RK=/usr/bin/rootlesskit
 HELPER=$SCRATCH/bin/helper.py
 
-setup_test_user
-chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
-head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
-chmod -R a+rX "$SCRATCH/www"
-FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
-
-PORT4=$(free_port 127.0.0.1)
-start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
-PORT6=$(free_port ::1)
-start_http ::1 "$PORT6" "$SCRATCH/www"
-start_dns "$DNS_NAME=$DNS_IP"
+e2e_test_user
+e2e_loopback_servers
 log "rootlesskit: $("$RK" --version); reference: $(/usr/bin/slirp4netns --version | head -n1)"
 log "rknp-slirp4netns: $("$S4N" --version | head -n2 | tr '\n' ' ')"
 log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
@@ -118,15 +101,7 @@ case_cli() {
 }
 
 # 1. Fetch from the host's 127.0.0.1 through the gateway 10.0.2.2.
-case_http_host_loopback() {
-    local out
-    out=$(rk "$1" --copy-up=/etc -- sh -c "
-        ip -o addr show dev tap0; ip route
-        echo sha=\$($(fetch_sha "http://10.0.2.2:$PORT4/file"))")
-    expect "guest address" "inet 10\.0\.2\.100/24" "$out"
-    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
-    expect "fetch via 10.0.2.2" "^sha=$FILE_SHA\$" "$out"
-}
+case_http_host_loopback() { link_case "$1" tap0 10.0.2.100/24 10.0.2.2; }
 
 # 1b. The same without sandbox and seccomp.
 case_no_sandbox() {
@@ -136,31 +111,8 @@ case_no_sandbox() {
     expect "fetch via 10.0.2.2" "^sha=$FILE_SHA\$" "$out"
 }
 
-# 1c. --disable-host-loopback: the gateway no longer reaches 127.0.0.1.
-case_disable_host_loopback() {
-    local out
-    out=$(rk "$1" --copy-up=/etc --disable-host-loopback -- \
-        sh -c "if curl -sSf --max-time 5 -o /dev/null http://10.0.2.2:$PORT4/file; then echo REACHED; else echo BLOCKED; fi")
-    expect "fetch refused" "^BLOCKED\$" "$out"
-}
-
-# 2. DNS through 10.0.2.3 to the nameserver of the parent's resolv.conf (a
-# test one bind-mounted in a private mount namespace); with the sandbox this
-# also proves the sandbox keeps /etc/resolv.conf.
-case_dns() {
-    local resolv="$SCRATCH/resolv.conf" out
-    echo "nameserver $DNS_ADDR" >"$resolv"
-    chmod 0644 "$resolv"
-    # shellcheck disable=SC2046,SC2016 # drv_flags is a word list; $0 and $@ are sh's
-    out=$(timeout -k 5 "$USER_TIMEOUT" unshare -m --propagation private \
-        sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$resolv" \
-        setpriv --reuid="$RKNP_TEST_USER" --regid="$RKNP_TEST_USER" --init-groups \
-        env -i PATH="$USER_PATH" HOME="$SCRATCH/home" TMPDIR="$SCRATCH/tmp" \
-        RKNP_TEST_RUN="$RKNP_TEST_RUN" "$RK" $(drv_flags "$1") --copy-up=/etc -- \
-        sh -c "cat /etc/resolv.conf; getent ahostsv4 $DNS_NAME | head -n1")
-    expect "nameserver 10.0.2.3 in the child's resolv.conf" "^nameserver 10\.0\.2\.3\$" "$out"
-    expect "resolved $DNS_NAME" "^${DNS_IP//./\\.} " "$out"
-}
+# 1c. http_disable_host_loopback and 2. dns: cases.sh's; with the sandbox,
+# dns also proves the sandbox keeps /etc/resolv.conf.
 
 # 6. The command's exit status comes back through rootlesskit, and nothing
 # of the network is left: no process, no state dir.
@@ -478,23 +430,10 @@ case_target_gone() {
 # passes --netns-type=path with --userns-path (and refuses the sandbox).
 case_v3_http() { local RK=$RK3; case_http_host_loopback "$1"; }
 case_v3_port_driver() { local RK=$RK3; case_port_driver "$1"; }
-case_v3_detach_netns() {
-    local RK=$RK3 out
-    # shellcheck disable=SC2016 # expanded by the shell inside
-    out=$(S4N_SANDBOX=false rk "$1" --copy-up=/etc --detach-netns -- sh -c '
-        n="$ROOTLESSKIT_STATE_DIR/netns"
-        ip -o link show tap0 >/dev/null 2>&1 && echo TAP_IN_COMMAND_NETNS || echo COMMAND_NETNS_CLEAN
-        nsenter --net="$n" ip -o addr show dev tap0
-        nsenter --net="$n" ip route
-        echo "sha=$(nsenter --net="$n" sh -c "'"$(fetch_sha "http://10.0.2.2:$PORT4/file")"'")"')
-    expect "no tap in the command's netns" "^COMMAND_NETNS_CLEAN\$" "$out"
-    expect "guest address in the detached netns" "inet 10\.0\.2\.100/24" "$out"
-    expect "default route" "^default via 10\.0\.2\.2 dev tap0" "$out"
-    expect "fetch from the detached netns" "^sha=$FILE_SHA\$" "$out"
-}
+case_v3_detach_netns() { local RK=$RK3 S4N_SANDBOX=false; case_detach_netns "$1"; }
 
 V3_CASES="v3_http v3_port_driver v3_detach_netns"
-ALL_CASES="cli http_host_loopback no_sandbox disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 exit_code port_driver sandbox api api_hardening direct_configure outbound_addr podman_style no_reach_back target_gone $V3_CASES"
+ALL_CASES="cli http_host_loopback no_sandbox http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 exit_code port_driver sandbox api api_hardening direct_configure outbound_addr podman_style no_reach_back target_gone $V3_CASES"
 CASES=${S4N_CASES:-$ALL_CASES}
 RK3=${S4N_RK3:-}
 [ -z "$RK3" ] && [[ " $CASES" == *" v3_"* ]] && RK3=$(build_rootlesskit_v3)

@@ -29,11 +29,9 @@ declare -A DOCKERD_PID=()
 # run cannot change them; sets S4N and LIB. rknp-slirp4netns finds the
 # library through its $ORIGIN/../lib rpath, rootlesskit from --net-plugin.
 install_route_binaries() {
-    install -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SCRATCH/bin/rknp-slirp4netns"
-    install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+    e2e_copy_build rknp-slirp4netns
     install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/fork-bin/docker-rootlesskit"
     S4N=$SCRATCH/bin/rknp-slirp4netns
-    LIB=$SCRATCH/lib/librknp.so.1
 }
 
 # make_image TAR [PROGRAM...]: a rootfs tarball for `docker import`:

@@ -27,15 +27,10 @@
 # PASS/FAIL line per case and route; exits non-zero if any failed; bounded
 # by E2E_TIMEOUT seconds (default 300).
 set -euo pipefail
-
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$E2E_DIR/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$REPO/build}
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
-e2e_bound 300 "$@"
-e2e_require "creates a user, namespaces and a veth pair" "tests/install-deps.sh; tests/lib/build.sh build_all" \
+e2e_start 300 "creates a user, namespaces and a veth pair" "tests/install-deps.sh; tests/lib/build.sh build_all" \
     "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1" \
     /usr/share/docker.io/contrib/dockerd-rootless.sh /usr/sbin/dockerd /usr/bin/docker /usr/bin/rootlesskit \
     /usr/bin/rootlesskit-docker-proxy /bin/busybox
@@ -53,10 +48,7 @@ TEST_HOST=$DOCKER_TEST_NET.2
 install_route_binaries
 install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
 
-setup_test_user
-head -c 2097152 /dev/urandom >"$SCRATCH/www/file"
-chmod -R a+rX "$SCRATCH/www"
-FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+e2e_test_user 2097152
 
 # The image: Debian's static busybox, imported into each dockerd.
 make_image "$SCRATCH/image/busybox.tar"

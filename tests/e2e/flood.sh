@@ -32,15 +32,10 @@
 # util-linux (prlimit, nsenter), curl, python3. Traffic goes only to
 # loopback. One PASS/FAIL line per path; exits non-zero if any failed.
 set -euo pipefail
-
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$E2E_DIR/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$REPO/build}
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
-e2e_bound 300 "$@"
-e2e_require "creates a user and namespaces" "build first: tests/lib/build.sh build_all" \
+e2e_start 300 "creates a user and namespaces" "build first: tests/lib/build.sh build_all" \
     "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/bin/rootlessctl" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh" # ctl, start_port_helper, http_sha_eventually
@@ -51,19 +46,12 @@ RATE=${FLOOD_RATE:-12000}    # frames a second (SYNs + datagrams)
 USER_TIMEOUT=120
 
 e2e_scratch flood
-install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
-install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+e2e_copy_build rootlesskit rootlessctl
 install -m 0755 "$E2E_DIR/port_helper.py" "$SCRATCH/bin/port_helper.py"
 install -m 0755 "$E2E_DIR/../lib/flood.py" "$E2E_DIR/../lib/spoof_udp.py" "$SCRATCH/bin/"
 RK=$SCRATCH/bin/rootlesskit
-LIB=$SCRATCH/lib/librknp.so.1
 
-setup_test_user
-chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
-head -c 4194304 /dev/urandom >"$SCRATCH/www/file"
-chmod -R a+rX "$SCRATCH/www"
-FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+e2e_test_user
 PORT4=$(free_port 127.0.0.1)
 start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
 

@@ -10,20 +10,29 @@
 
 # shellcheck source=tests/lib/common.sh
 . "$E2E_DIR/../lib/common.sh"
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO/build}
+E2E_ARGS=("$@") # the script's own arguments (sourced without any)
 USER_TIMEOUT=${USER_TIMEOUT:-60} # seconds per command run as the test user
 NETNS_CREATED=""
 PASSES=0
 
 log() { echo "# $*" >&2; }
 
-# e2e_bound SECONDS "$@": the first thing a script does after sourcing this
-# file: runs the script again under timeout(1) (E2E_TIMEOUT overrides
-# SECONDS) unless this is that run already.
+# e2e_start SECONDS WHY HINT FILE...: the first thing a script does after
+# sourcing this file: e2e_bound SECONDS, then e2e_require WHY HINT FILE...
+e2e_start() {
+    e2e_bound "$1"
+    shift
+    e2e_require "$@"
+}
+
+# e2e_bound SECONDS: runs the script again under timeout(1) (E2E_TIMEOUT
+# overrides SECONDS) unless this is that run already.
 e2e_bound() {
     local secs=${E2E_TIMEOUT:-$1}
-    shift
     [ -n "${_RKNP_E2E_BOUNDED:-}" ] && return 0
-    exec env _RKNP_E2E_BOUNDED=1 timeout -k 10 "$secs" bash "$0" "$@"
+    exec env _RKNP_E2E_BOUNDED=1 timeout -k 10 "$secs" bash "$0" "${E2E_ARGS[@]}"
 }
 
 # e2e_require WHY HINT FILE...: exits unless run as root (WHY: what for)
@@ -48,6 +57,38 @@ e2e_scratch() {
     trap 'exit 130' INT TERM
     mkdir -p "$SCRATCH"/{bin,lib,www,home,tmp}
     USER_HOME=$SCRATCH/home USER_TMPDIR=$SCRATCH/tmp
+}
+
+# e2e_copy_build NAME...: copies of the library (LIB) and of each
+# $BUILD_DIR/bin/NAME in SCRATCH, so that a rebuild during the run cannot
+# change them; a command finds the library by its $ORIGIN/../lib rpath.
+e2e_copy_build() {
+    local name
+    install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
+    LIB=$SCRATCH/lib/librknp.so.1
+    for name in "$@"; do install -m 0755 "$BUILD_DIR/bin/$name" "$SCRATCH/bin/$name"; done
+}
+
+# e2e_test_user [BYTES]: the test user (setup_test_user) with SCRATCH's
+# home/ and tmp/, and www/file of BYTES random bytes (default 4 MiB,
+# several windows' worth) that it can read; FILE_SHA is its sha256.
+# shellcheck disable=SC2120 # BYTES is optional
+e2e_test_user() {
+    setup_test_user
+    chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
+    head -c "${1:-4194304}" /dev/urandom >"$SCRATCH/www/file"
+    chmod -R a+rX "$SCRATCH/www"
+    FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
+}
+
+# e2e_loopback_servers: www/ served on 127.0.0.1:$PORT4 and [::1]:$PORT6,
+# and a DNS server on $DNS_ADDR:53 answering $DNS_NAME with $DNS_IP.
+e2e_loopback_servers() {
+    PORT4=$(free_port 127.0.0.1)
+    start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
+    PORT6=$(free_port ::1)
+    start_http ::1 "$PORT6" "$SCRATCH/www"
+    start_dns "$DNS_NAME=$DNS_IP"
 }
 
 # setup_netns_host: a "remote" host in a netns this test owns, reached over

@@ -18,15 +18,10 @@
 # case and driver, and one for the check that no process it started is
 # left; exits non-zero if any failed.
 set -euo pipefail
-
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$E2E_DIR/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$REPO/build}
-
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
-e2e_bound 900 "$@"
-e2e_require "creates a user, namespaces and a DNS server on :53" "build first: see go-bindings/README.md" \
+e2e_start 900 "creates a user, namespaces and a DNS server on :53" "build first: see go-bindings/README.md" \
     "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh"
@@ -40,27 +35,16 @@ DNS_IP=192.0.2.77
 # A scratch tree the test user can read: copies of the artifacts (so a
 # rebuild during the run cannot change them), served files, logs.
 e2e_scratch e2e
-install -m 0755 "$BUILD_DIR/bin/rootlesskit" "$SCRATCH/bin/rootlesskit"
+e2e_copy_build rootlesskit
 # rootlessctl (upstream's, built from go-bindings' module graph) is needed
 # by the ports_* cases only; they fail with a hint when it is missing.
 [ -e "$BUILD_DIR/bin/rootlessctl" ] && install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/rootlessctl"
 install -m 0755 "$E2E_DIR/port_helper.py" "$SCRATCH/bin/port_helper.py"
 install -m 0755 "$E2E_DIR/udp_gso_helper.py" "$SCRATCH/bin/udp_gso_helper.py"
-install -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SCRATCH/lib/librknp.so.1"
 RK=$SCRATCH/bin/rootlesskit
-LIB=$SCRATCH/lib/librknp.so.1
 
-setup_test_user
-chown "$RKNP_TEST_USER" "$SCRATCH/home" "$SCRATCH/tmp"
-head -c 4194304 /dev/urandom >"$SCRATCH/www/file" # several windows' worth
-chmod -R a+rX "$SCRATCH/www"
-FILE_SHA=$(sha256sum "$SCRATCH/www/file" | cut -d' ' -f1)
-
-PORT4=$(free_port 127.0.0.1)
-start_http 127.0.0.1 "$PORT4" "$SCRATCH/www"
-PORT6=$(free_port ::1)
-start_http ::1 "$PORT6" "$SCRATCH/www"
-start_dns "$DNS_NAME=$DNS_IP"
+e2e_test_user
+e2e_loopback_servers
 setup_netns_host
 PORT_NS=18080
 NS_IP6=fd52:6b6e:2::2
