@@ -65,15 +65,7 @@ void raw_mode(fuzz::Input &in) {
 std::vector<uint8_t> cut(const std::vector<uint8_t> &whole, bool v6, uint16_t id, size_t off,
                          size_t end, bool more) {
     if (v6) return test::ipv6_fragment(whole, off, end - off, more, id);
-    std::vector<uint8_t> frag(34 + end - off);
-    std::memcpy(frag.data(), whole.data(), 34);
-    std::memcpy(frag.data() + 34, whole.data() + 34 + off, end - off);
-    uint8_t *ip = frag.data() + 14;
-    put_be16(ip + 2, uint16_t(20 + end - off));
-    put_be16(ip + 6, uint16_t((more ? 0x2000 : 0) | (off / 8)));
-    put_be16(ip + 10, 0);
-    put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
-    return frag;
+    return test::ipv4_fragment(whole, off, end - off, more);
 }
 
 void structured_mode(fuzz::Input &in, bool v6) {

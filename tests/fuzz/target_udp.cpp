@@ -64,7 +64,6 @@
 #include <linux/ipv6.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -78,6 +77,7 @@
 #include <memory>
 #include <vector>
 
+#include "../lib/udp_segment.hpp"
 #include "datapath/checksum.hpp"
 #include "datapath/udp/fastpath.hpp"
 #include "fuzz_input.hpp"
@@ -458,28 +458,11 @@ private:
         }
     }
 
-    // Sends n bytes (segments of seg if seg < n) to a peer of s from fd.
-    bool send_to(const Server &s, int fd, const sockaddr_storage &to, size_t n, size_t seg) {
+    // Sends n bytes (segments of seg if seg < n) to a peer from fd.
+    bool send_to(int fd, const sockaddr_storage &to, size_t n, size_t seg) {
         static uint8_t buf[65536];
         for (size_t i = 0; i < n; ++i) buf[i] = host_byte(seg < n ? i % seg : i);
-        iovec iov{buf, n};
-        msghdr m{};
-        m.msg_name = const_cast<sockaddr_storage *>(&to);
-        m.msg_namelen = s.v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
-        if (seg < n) {
-            m.msg_control = ctl;
-            m.msg_controllen = sizeof ctl;
-            cmsghdr *c = CMSG_FIRSTHDR(&m);
-            c->cmsg_level = SOL_UDP;
-            c->cmsg_type = UDP_SEGMENT;
-            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-            const uint16_t v = uint16_t(seg);
-            std::memcpy(CMSG_DATA(c), &v, sizeof v);
-        }
-        return ::sendmsg(fd, &m, MSG_DONTWAIT) >= 0;
+        return send_segmented(fd, to, {buf, n}, seg, MSG_DONTWAIT) >= 0;
     }
 
     void host_action(uint8_t op) {
@@ -497,7 +480,7 @@ private:
             const size_t n = std::min(count * seg, max);
             trace("server %u burst %zu x %zu\n", (op >> 2) & 3, count, seg);
             if (s.peers.empty()) return;
-            if (send_to(s, s.fd, s.peers[s.peers.size() - 1 - peer % s.peers.size()], n, seg))
+            if (send_to(s.fd, s.peers[s.peers.size() - 1 - peer % s.peers.size()], n, seg))
                 host_sent_ += (n + seg - 1) / seg;
             return;
         }
@@ -506,13 +489,13 @@ private:
         if (s.peers.empty()) return;
         const sockaddr_storage &to = s.peers[s.peers.size() - 1 - peer % s.peers.size()];
         if (action == 1) {
-            if (send_to(s, s.fd, to, n, n)) ++host_sent_;
+            if (send_to(s.fd, to, n, n)) ++host_sent_;
             return;
         }
         // From an unbound socket: the flow's connected socket drops it.
         int fd = ::socket(s.v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0) return;
-        (void)send_to(s, fd, to, n, n);
+        (void)send_to(fd, to, n, n);
         ::close(fd);
     }
 

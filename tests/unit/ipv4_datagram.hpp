@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Test frames for the IPv4 reassembly tests and fuzz target.
+// Test frames for the IPv4 reassembly tests and fuzz target: a datagram
+// and its fragments.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,20 @@ inline std::vector<uint8_t> ipv4_datagram(size_t payload_len, uint16_t id = 0x12
     std::memcpy(ip + 12, src, 4);
     std::memcpy(ip + 16, dst, 4);
     for (size_t i = 0; i < payload_len; ++i) ip[20 + i] = uint8_t(seed + i * 31);
+    set_ip_checksum(f);
+    return f;
+}
+
+// The fragment of whole carrying payload bytes [off, off + len), as a
+// guest's kernel cuts it: the same header with its length, MF flag and
+// offset, and the checksum again.
+inline std::vector<uint8_t> ipv4_fragment(const std::vector<uint8_t> &whole, size_t off,
+                                          size_t len, bool more) {
+    std::vector<uint8_t> f(34 + len);
+    std::memcpy(f.data(), whole.data(), 34);
+    if (len > 0) std::memcpy(f.data() + 34, whole.data() + 34 + off, len);
+    put_be16(f.data() + 16, uint16_t(20 + len));
+    put_be16(f.data() + 20, uint16_t((more ? 0x2000 : 0) | (off / 8)));
     set_ip_checksum(f);
     return f;
 }

@@ -3,75 +3,27 @@
 // IPv4 reassembly: orders, overlaps, limits and expiry.
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "datapath/checksum.hpp"
-#include "ipv4_datagram.hpp"
 #include "datapath/reassembly.hpp"
+#include "ipv4_datagram.hpp"
+#include "reassembly_rig.hpp"
 
 using namespace rknp;
+using namespace rknp::test;
 
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-
-using test::ipv4_datagram;
-using test::set_ip_checksum;
-
-Bytes datagram(size_t payload_len, uint16_t id = 0x1234, uint8_t seed = 1) {
-    return ipv4_datagram(payload_len, id, seed);
-}
-
-// The fragment of whole carrying payload bytes [off, off + len).
-Bytes fragment(const Bytes &whole, size_t off, size_t len, bool more) {
-    Bytes f(34 + len);
-    std::memcpy(f.data(), whole.data(), 34);
-    if (len > 0) std::memcpy(f.data() + 34, whole.data() + 34 + off, len);
-    put_be16(f.data() + 16, uint16_t(20 + len));
-    put_be16(f.data() + 20, uint16_t((more ? 0x2000 : 0) | (off / 8)));
-    set_ip_checksum(f);
-    return f;
-}
-
 // whole cut into fragments of piece bytes (a multiple of 8).
 std::vector<Bytes> fragments(const Bytes &whole, size_t piece) {
-    size_t payload = whole.size() - 34;
-    std::vector<Bytes> out;
-    for (size_t off = 0; off < payload; off += piece) {
-        size_t len = std::min(piece, payload - off);
-        out.push_back(fragment(whole, off, len, off + len < payload));
-    }
-    return out;
-}
-
-struct Fed {
-    Bytes datagram;
-    uint32_t fragments = 0, dropped = 0;
-    int completed = 0;
-};
-
-Fed feed(IpReassembler &r, const std::vector<Bytes> &frames, int64_t now = 0) {
-    Fed fed;
-    for (const auto &f : frames) {
-        REQUIRE(is_ipv4_fragment(f));
-        auto o = r.add(f, now);
-        fed.dropped += o.dropped;
-        if (!o.datagram.empty()) {
-            fed.datagram.assign(o.datagram.begin(), o.datagram.end());
-            fed.fragments = o.fragments;
-            ++fed.completed;
-        }
-    }
-    return fed;
+    return fragments_of(whole, 34, piece, ipv4_fragment);
 }
 
 } // namespace
 
 TEST_CASE("is_ipv4_fragment: MF or an offset, not DF or the reserved bit") {
-    auto whole = datagram(100);
+    auto whole = ipv4_datagram(100);
     CHECK_FALSE(is_ipv4_fragment(whole));
     for (uint16_t field : {0x4000, 0x8000}) {
         Bytes f = whole;
@@ -92,26 +44,14 @@ TEST_CASE("is_ipv4_fragment: MF or an offset, not DF or the reserved bit") {
 }
 
 TEST_CASE("fragments in any order give back the original datagram") {
-    auto whole = datagram(6000);
+    auto whole = ipv4_datagram(6000);
     auto parts = fragments(whole, 1480);
     REQUIRE(parts.size() == 5);
-    std::mt19937 rng(7);
-    for (int round = 0; round < 4; ++round) {
-        auto order = parts;
-        if (round == 1) std::reverse(order.begin(), order.end());
-        if (round >= 2) std::shuffle(order.begin(), order.end(), rng);
-        IpReassembler r;
-        auto fed = feed(r, order);
-        CHECK(fed.completed == 1);
-        CHECK(fed.datagram == whole); // same bytes, same header, valid sum
-        CHECK(fed.fragments == 5);
-        CHECK(fed.dropped == 0);
-        CHECK(r.pending() == 0);
-    }
+    check_any_order(whole, parts, 7);
 }
 
 TEST_CASE("the DF bit is kept, the reserved bit cleared, length and checksum rebuilt") {
-    auto whole = datagram(100);
+    auto whole = ipv4_datagram(100);
     put_be16(whole.data() + 20, 0x4000);
     set_ip_checksum(whole);
     auto parts = fragments(whole, 48);
@@ -119,52 +59,52 @@ TEST_CASE("the DF bit is kept, the reserved bit cleared, length and checksum reb
     set_ip_checksum(parts[0]);
     IpReassembler r;
     auto fed = feed(r, parts);
-    REQUIRE(fed.completed == 1);
-    CHECK(fed.datagram == whole);
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
 }
 
 TEST_CASE("a datagram of the largest IPv4 size is reassembled") {
-    auto whole = datagram(65535 - 20);
+    auto whole = ipv4_datagram(65535 - 20);
     IpReassembler r;
     auto fed = feed(r, fragments(whole, 1480));
-    CHECK(fed.completed == 1);
-    CHECK(fed.datagram == whole);
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
 }
 
 TEST_CASE("duplicates are harmless; contradicting overlaps drop the datagram") {
-    auto whole = datagram(4000);
+    auto whole = ipv4_datagram(4000);
     auto parts = fragments(whole, 1000);
     IpReassembler r;
     std::vector<Bytes> dup = {parts[0], parts[0], parts[1], parts[1], parts[2], parts[3]};
     auto fed = feed(r, dup);
-    CHECK(fed.completed == 1);
-    CHECK(fed.datagram == whole);
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
     CHECK(fed.fragments == 6);
 
     // An overlap that carries the same bytes is accepted too.
-    auto overlap_same = fragment(whole, 8, 992, true);
+    auto overlap_same = ipv4_fragment(whole, 8, 992, true);
     fed = feed(r, {parts[0], overlap_same, parts[1], parts[2], parts[3]});
-    CHECK(fed.completed == 1);
-    CHECK(fed.datagram == whole);
+    REQUIRE(fed.datagrams.size() == 1);
+    CHECK(fed.datagrams[0] == whole);
 
     // Different bytes over received ones: the whole datagram goes.
-    auto other = datagram(4000, 0x1234, 99);
-    auto liar = fragment(other, 992, 16, true);
+    auto other = ipv4_datagram(4000, 0x1234, 99);
+    auto liar = ipv4_fragment(other, 992, 16, true);
     fed = feed(r, {parts[0], parts[1], liar});
-    CHECK(fed.completed == 0);
+    CHECK(fed.datagrams.empty());
     CHECK(fed.dropped == 3);
     CHECK(r.pending() == 0);
     // What arrives later starts afresh and cannot complete with a hole.
     fed = feed(r, {parts[2], parts[3]});
-    CHECK(fed.completed == 0);
+    CHECK(fed.datagrams.empty());
     CHECK(r.pending() == 1);
 }
 
 TEST_CASE("malformed fragments are dropped one by one") {
-    auto whole = datagram(2000);
+    auto whole = ipv4_datagram(2000);
     auto parts = fragments(whole, 1000);
     std::vector<Bytes> bad;
-    Bytes odd = fragment(whole, 0, 1001, true); // MF but not a multiple of 8
+    Bytes odd = ipv4_fragment(whole, 0, 1001, true); // MF but not a multiple of 8
     bad.push_back(odd);
     Bytes sum = parts[0];
     sum[24] ^= 1; // header checksum
@@ -177,10 +117,10 @@ TEST_CASE("malformed fragments are dropped one by one") {
     put_be16(longer.data() + 16, uint16_t(longer.size() - 14 + 1)); // > frame
     set_ip_checksum(longer);
     bad.push_back(longer);
-    Bytes empty = fragment(whole, 0, 0, true);
+    Bytes empty = ipv4_fragment(whole, 0, 0, true);
     bad.push_back(empty);
-    auto big = datagram(1480);
-    Bytes beyond = fragment(big, 0, 1480, false); // ends past 65515 bytes
+    auto big = ipv4_datagram(1480);
+    Bytes beyond = ipv4_fragment(big, 0, 1480, false); // ends past 65515 bytes
     put_be16(beyond.data() + 20, uint16_t(0x1fff));
     set_ip_checksum(beyond);
     bad.push_back(beyond);
@@ -194,25 +134,25 @@ TEST_CASE("malformed fragments are dropped one by one") {
 }
 
 TEST_CASE("a last fragment that contradicts the data or an earlier last drops the datagram") {
-    auto whole = datagram(4000);
+    auto whole = ipv4_datagram(4000);
     auto parts = fragments(whole, 1000);
     IpReassembler r;
-    auto early_end = fragment(whole, 1000, 1000, false); // ends before parts[2]
+    auto early_end = ipv4_fragment(whole, 1000, 1000, false); // ends before parts[2]
     auto fed = feed(r, {parts[2], early_end});
     CHECK(fed.dropped == 2);
     CHECK(r.pending() == 0);
-    auto other_end = fragment(whole, 3000, 992, false);
+    auto other_end = ipv4_fragment(whole, 3000, 992, false);
     fed = feed(r, {parts[3], other_end});
     CHECK(fed.dropped == 2);
-    auto past_end = fragment(datagram(5000), 4000, 8, true); // beyond the last
+    auto past_end = ipv4_fragment(ipv4_datagram(5000), 4000, 8, true); // beyond the last
     fed = feed(r, {parts[3], past_end});
     CHECK(fed.dropped == 2);
     CHECK(r.pending() == 0);
 }
 
 TEST_CASE("datagrams are told apart by addresses, id and protocol") {
-    auto a = datagram(3000, 1, 1), b = datagram(3000, 2, 2);
-    auto c = datagram(3000, 1, 3);
+    auto a = ipv4_datagram(3000, 1, 1), b = ipv4_datagram(3000, 2, 2);
+    auto c = ipv4_datagram(3000, 1, 3);
     c[14 + 9] = 6; // same id as a, TCP
     set_ip_checksum(c);
     auto pa = fragments(a, 1000), pb = fragments(b, 1000), pc = fragments(c, 1000);
@@ -237,14 +177,14 @@ TEST_CASE("datagrams are told apart by addresses, id and protocol") {
 
 TEST_CASE("incomplete datagrams expire, and at most kMaxPending are kept") {
     IpReassembler r;
-    auto lone = fragments(datagram(3000), 1000);
+    auto lone = fragments(ipv4_datagram(3000), 1000);
     // The lone trailing fragment that crashed libslirp 4.7.0 is only held.
     auto o = r.add(lone.back(), 0);
     CHECK(o.datagram.empty());
     CHECK(o.dropped == 0);
     CHECK(r.pending() == 1);
     // Another fragment after the timeout: the stale datagram is given up.
-    auto other = fragments(datagram(3000, 9), 1000);
+    auto other = fragments(ipv4_datagram(3000, 9), 1000);
     o = r.add(other[0], IpReassembler::kTimeoutMs);
     CHECK(o.dropped == 1);
     CHECK(r.pending() == 1);
@@ -252,13 +192,13 @@ TEST_CASE("incomplete datagrams expire, and at most kMaxPending are kept") {
     IpReassembler full;
     uint32_t dropped = 0;
     for (uint16_t id = 0; id < IpReassembler::kMaxPending + 3; ++id) {
-        auto parts = fragments(datagram(3000, id), 1000);
+        auto parts = fragments(ipv4_datagram(3000, id), 1000);
         dropped += full.add(parts[0], 0).dropped + full.add(parts[1], 0).dropped;
     }
     CHECK(full.pending() == IpReassembler::kMaxPending);
     CHECK(dropped == 3 * 2); // the three oldest, two fragments each
     // The newest is still there and completes.
-    auto last = fragments(datagram(3000, IpReassembler::kMaxPending + 2), 1000);
+    auto last = fragments(ipv4_datagram(3000, IpReassembler::kMaxPending + 2), 1000);
     o = full.add(last[2], 0);
     CHECK(!o.datagram.empty());
 }

@@ -3,46 +3,15 @@
 // The fast path's data path allocates nothing: operator new is counted
 // while guest_frame(), poll_events() and run_timers() run during bulk
 // transfers both ways (frames are built by the test outside the counted
-// calls). Replacing operator new is program-wide: this file is meant for
-// its own test executable (with main.cpp), not the shared unit-test binary.
+// calls). It has a test executable of its own (alloc_count.hpp).
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <new>
-
+#include "alloc_count.hpp"
 #include "datapath/tcp/seq.hpp"
 #include "tcp_sim_guest.hpp"
 
-// GCC sees malloc behind a replaced operator new and warns about free().
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-// Test-only instrumentation: the count is read and reset around each call.
-bool g_counting = false;
-size_t g_allocs = 0;
-} // namespace
-
-void *operator new(std::size_t n) {
-    if (g_counting) ++g_allocs;
-    if (void *p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-
 using namespace tcpsim;
-
-namespace {
-
-template <class F> size_t counted(F &&f) {
-    g_allocs = 0;
-    g_counting = true;
-    f();
-    g_counting = false;
-    return g_allocs;
-}
-
-} // namespace
+using alloc_count::counted;
 
 TEST_CASE("tcp_noalloc: no allocation per frame, either direction") {
     // The instrument itself works.

@@ -8,10 +8,9 @@
 // EADDRINUSE, removal, admission, clashes, idle expiry, the guest's MAC.
 #include <doctest/doctest.h>
 
-#include <netinet/udp.h>
-
 #include <cerrno>
 
+#include "../lib/udp_segment.hpp"
 #include "own_netns.hpp"
 #include "udp_rig.hpp"
 
@@ -364,22 +363,7 @@ TEST_CASE("udp_forward: where the tap takes UDP GSO, a client's burst is one fra
     HostSocket client(false);
     // Ten 1000-byte datagrams in one UDP_SEGMENT send: one coalesced read.
     const Bytes burst = pattern(10 * 1000, 7);
-    iovec iov{const_cast<uint8_t *>(burst.data()), burst.size()};
-    msghdr m{};
-    m.msg_name = &rig.host;
-    m.msg_namelen = rig.host_len;
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
-    cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_UDP;
-    c->cmsg_type = UDP_SEGMENT;
-    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-    const uint16_t seg = 1000;
-    std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
-    REQUIRE(::sendmsg(client.fd.get(), &m, 0) == ssize_t(burst.size()));
+    REQUIRE(send_segmented(client.fd.get(), rig.host, burst, 1000) == ssize_t(burst.size()));
     size_t datagrams = 0;
     Bytes got;
     for (int polls = 0; datagrams < 10 && polls < 20; ++polls) {

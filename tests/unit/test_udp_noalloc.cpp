@@ -7,47 +7,19 @@
 // leaves in fragments) and an ICMP error relayed from a closed port; and
 // on a forward, new clients, their datagrams and the guest's replies. The
 // guest-bound frames go to a sink that only counts them; frames are built
-// by the test outside the counted calls. Replacing operator new is
-// program-wide: this file is meant for its own test executable (with
-// main.cpp), not the shared unit-test binary.
+// by the test outside the counted calls. It has a test executable of its
+// own (alloc_count.hpp).
 #include <doctest/doctest.h>
 
-#include <netinet/udp.h>
-
-#include <cstdlib>
-#include <new>
-
+#include "../lib/udp_segment.hpp"
+#include "alloc_count.hpp"
 #include "udp_rig.hpp"
-
-// GCC sees malloc behind a replaced operator new and warns about free().
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-// Test-only instrumentation: the count is read and reset around each call.
-bool g_counting = false;
-size_t g_allocs = 0;
-} // namespace
-
-void *operator new(std::size_t n) {
-    if (g_counting) ++g_allocs;
-    if (void *p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void *p) noexcept { std::free(p); }
-void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 
 using namespace rknp;
 using namespace rknp::udptest;
+using alloc_count::counted;
 
 namespace {
-
-template <class F> size_t counted(F &&f) {
-    g_allocs = 0;
-    g_counting = true;
-    f();
-    g_counting = false;
-    return g_allocs;
-}
 
 // Counts guest-bound frames without keeping them (a Collector allocates);
 // a UDP GSO frame counts as the datagrams the guest cuts it into.
@@ -76,29 +48,6 @@ struct CountingSink final : GuestSink {
     }
 };
 
-// n bytes to `to` in one send, in datagrams of seg bytes (UDP_SEGMENT when
-// seg < n: the fast path's UDP_GRO socket reads them coalesced).
-bool send_segmented(int fd, const sockaddr_storage &to, std::span<const uint8_t> data,
-                    size_t seg) {
-    iovec iov{const_cast<uint8_t *>(data.data()), data.size()};
-    msghdr m{};
-    m.msg_name = const_cast<sockaddr_storage *>(&to);
-    m.msg_namelen = to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))]{};
-    if (seg < data.size()) {
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof ctl;
-        cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_UDP;
-        c->cmsg_type = UDP_SEGMENT;
-        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-        const uint16_t s = uint16_t(seg);
-        std::memcpy(CMSG_DATA(c), &s, sizeof s);
-    }
-    return ::sendmsg(fd, &m, 0) == ssize_t(data.size());
-}
 
 struct Setup {
     int64_t now = 1000;
@@ -190,7 +139,7 @@ TEST_CASE("udp_noalloc: no allocation per datagram, either direction, nor per IC
             s.poll_until(before + 1);
             REQUIRE(s.sink.frames == before + 1);
             before = s.sink.frames;
-            REQUIRE(send_segmented(srv.fd.get(), peer, burst, 1200));
+            REQUIRE(send_segmented(srv.fd.get(), peer, burst, 1200) == ssize_t(burst.size()));
             s.poll_until(before + 20);
             REQUIRE(s.sink.frames == before + 20);
             before = s.sink.frames;
@@ -252,7 +201,7 @@ TEST_CASE("udp_noalloc: forwards allocate nothing per datagram or per new client
         s.poll_until(before + 1);
         REQUIRE(s.sink.frames == before + 1);
         before = s.sink.frames;
-        REQUIRE(send_segmented(clients[i].fd.get(), host, burst, 1000));
+        REQUIRE(send_segmented(clients[i].fd.get(), host, burst, 1000) == ssize_t(burst.size()));
         s.poll_until(before + 10);
         REQUIRE(s.sink.frames == before + 10);
         // The guest's replies: one, then a segmented run.
