@@ -115,6 +115,19 @@ std::vector<uint8_t> hello(const char *name, const std::vector<uint8_t> &token) 
     return h;
 }
 
+// The parent's stats once handovers_refused is `refused` (the stack
+// thread counts a refusal just after its reply goes out), or after 1 s.
+rknp_stats stats_once_refused(rknp_parent *p, uint64_t refused) {
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    for (int i = 0; i < 100; ++i) {
+        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
+        if (st.handovers_refused == refused) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return st;
+}
+
 } // namespace
 
 TEST_CASE("a peer that passes the credential check but sends garbage is refused") {
@@ -209,13 +222,7 @@ TEST_CASE("a hand-over from another process is refused and logged; the socket ke
     waitpid(other, &status, 0);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
-    rknp_stats st{};
-    st.struct_size = sizeof st;
-    for (int i = 0; i < 100; ++i) {
-        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
-        if (st.handovers_refused == 1) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const rknp_stats st = stats_once_refused(p, 1);
     CHECK(st.handovers_refused == 1);
     CHECK(st.tap_attached == 0);
     // The stack thread's records reach the callback through the logger
@@ -245,13 +252,7 @@ TEST_CASE("a hand-over without the child token is refused and counted") {
     CHECK(hand_over(sock, hello("tap0", std::vector<uint8_t>(16, 0)).data(), 40,
                     {devnull}) == refused);
     close(devnull);
-    rknp_stats st{};
-    st.struct_size = sizeof st;
-    for (int i = 0; i < 100; ++i) {
-        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
-        if (st.handovers_refused == 2) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const rknp_stats st = stats_once_refused(p, 2);
     CHECK(st.handovers_refused == 2);
     CHECK(st.tap_attached == 0);
     CHECK(logs.wait_for("wrong token", RKNP_LOG_ERROR));
@@ -281,14 +282,7 @@ TEST_CASE("a peer that connects and says nothing does not hold up the child") {
     CHECK(first_message(silent) ==
           reply(RKNP_ERR_TIMEOUT, "hand-over: timed out waiting for the child's hello"));
     close(silent);
-    rknp_stats st{};
-    st.struct_size = sizeof st;
-    // Counted just after the reply went out.
-    for (int i = 0; i < 100; ++i) {
-        REQUIRE(rknp_parent_stats(p, &st, nullptr) == RKNP_OK);
-        if (st.handovers_refused == 2) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const rknp_stats st = stats_once_refused(p, 2); // counted just after the reply
     CHECK(st.handovers_refused == 2);
     rknp_parent_free(p);
 }

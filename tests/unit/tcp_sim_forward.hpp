@@ -79,6 +79,21 @@ inline void guest_arp_reply(Sim &sim) {
     CHECK(sim.input(f) == Verdict::NotMine);
 }
 
+// The opening of most forward tests (TEST_CASE_FIXTURE): a forward of a
+// free loopback port to the guest, whose MAC the fast path knows, and a
+// host client c connected to it from local port cport.
+struct Forwarded {
+    Sim sim;
+    uint16_t port = free_port();
+    uint16_t cport = 0;
+    int c = -1;
+    Forwarded() {
+        REQUIRE(add(sim, port) == 0);
+        guest_arp_reply(sim);
+        c = client(port, &cport);
+    }
+};
+
 // A forward on a free loopback port, the guest's MAC known, and a host
 // client connected to it (its port in *cport); the client's fd.
 inline int forwarded_client(Sim &sim, uint16_t *cport) {

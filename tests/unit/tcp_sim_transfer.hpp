@@ -21,6 +21,21 @@ inline int accept_from(Sim &sim, const Listener &l, sockaddr_storage *peer = nul
     return -1;
 }
 
+// The opening of most stream tests (TEST_CASE_FIXTURE): the guest g
+// connected through the fast path to the host listener l, c the host's
+// accepted socket.
+struct Accepted {
+    Sim sim;
+    Listener l;
+    Guest g{sim, false, l.port};
+    int c = -1;
+    Accepted() {
+        REQUIRE(g.connect());
+        c = accept_from(sim, l);
+        REQUIRE(c >= 0);
+    }
+};
+
 // Guest -> host: the guest sends data in super-frames within the fast
 // path's window, retransmitting from the last ACK when nothing moves (its
 // RTO); the host side reads everything. Returns what the host read.

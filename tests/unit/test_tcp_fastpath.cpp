@@ -57,13 +57,7 @@ TEST_CASE("tcp_fastpath: a guest without window scaling gets none") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: bulk guest -> host, byte exact") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: bulk guest -> host, byte exact") {
     Bytes data = pattern(4 << 20, 2);
     Bytes got = guest_to_host(sim, g, c, data, 65000);
     CHECK(got.size() == data.size());
@@ -72,13 +66,7 @@ TEST_CASE("tcp_fastpath: bulk guest -> host, byte exact") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: bulk host -> guest in GSO frames, byte exact") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: bulk host -> guest in GSO frames, byte exact") {
     Bytes data = pattern(4 << 20, 3);
     H2G o;
     Bytes got = host_to_guest(sim, g, c, data, o);
@@ -286,13 +274,7 @@ TEST_CASE("tcp_fastpath: many flows, freed in random order, stay apart") {
     for (int c : hs) ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: urgent data stays in the byte stream") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: urgent data stays in the byte stream") {
     // Host -> guest: an out-of-band byte arrives inline, in order.
     Bytes a = pattern(5000, 23), b = {0x42}, d = pattern(5000, 24);
     REQUIRE(::send(c, a.data(), a.size(), 0) == 5000);

@@ -13,14 +13,9 @@
 
 using namespace tcpsim;
 
-TEST_CASE("tcp_forward: a host client reaches the guest; data both ways byte-exact") {
-    Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
+TEST_CASE_FIXTURE(Forwarded,
+                  "tcp_forward: a host client reaches the guest; data both ways byte-exact") {
     CHECK(sim.fp->forwards() == 1);
-    guest_arp_reply(sim);
-    uint16_t cport = 0;
-    int c = client(port, &cport);
     REQUIRE(c >= 0);
     Server g(sim, cport);
     Rx syn;
@@ -136,13 +131,8 @@ TEST_CASE("tcp_forward: a guest RST resets the host client") {
     }
 }
 
-TEST_CASE("tcp_forward: the SYN is retransmitted with backoff; a silent guest means a reset") {
-    Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
-    guest_arp_reply(sim);
-    uint16_t cport = 0;
-    int c = client(port, &cport);
+TEST_CASE_FIXTURE(Forwarded,
+                  "tcp_forward: the SYN is retransmitted with backoff; a silent guest means a reset") {
     Server g(sim, cport);
     Rx syn;
     REQUIRE(g.next(syn));
@@ -167,13 +157,8 @@ TEST_CASE("tcp_forward: the SYN is retransmitted with backoff; a silent guest me
     ::close(c);
 }
 
-TEST_CASE("tcp_forward: a late SYN-ACK after a retransmitted SYN still connects") {
-    Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
-    guest_arp_reply(sim);
-    uint16_t cport = 0;
-    int c = client(port, &cport);
+TEST_CASE_FIXTURE(Forwarded,
+                  "tcp_forward: a late SYN-ACK after a retransmitted SYN still connects") {
     // The client writes before the guest answered: it waits in the socket.
     const char hello[] = "hello guest";
     REQUIRE(::send(c, hello, sizeof hello, 0) == ssize_t(sizeof hello));
@@ -194,13 +179,8 @@ TEST_CASE("tcp_forward: a late SYN-ACK after a retransmitted SYN still connects"
     ::close(c);
 }
 
-TEST_CASE("tcp_forward: removal closes the listener, open flows continue") {
-    Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
-    guest_arp_reply(sim);
-    uint16_t cport = 0;
-    int c = client(port, &cport);
+TEST_CASE_FIXTURE(Forwarded,
+                  "tcp_forward: removal closes the listener, open flows continue") {
     Server g(sim, cport);
     REQUIRE(g.accept());
     sockaddr_storage ss = loopback(port);

@@ -13,13 +13,7 @@
 
 using namespace tcpsim;
 
-TEST_CASE("tcp_fastpath: guest RST resets the host side") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: guest RST resets the host side") {
     g.send(kRst | kAck, g.snd_nxt);
     CHECK(sim.fp->flows() == 0);
     CHECK(sim.fp->stats().resets_from_guest == 1);
@@ -57,13 +51,7 @@ TEST_CASE("tcp_fastpath: RST in the handshake states frees the flow") {
     CHECK(sim.fp->stats().flows_closed == 2);
 }
 
-TEST_CASE("tcp_fastpath: host reset becomes an RST to the guest") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: host reset becomes an RST to the guest") {
     linger lg{1, 0};
     ::setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     ::close(c);
@@ -130,13 +118,7 @@ TEST_CASE("tcp_fastpath: disable_host_loopback refuses the gateway") {
     CHECK(l.try_accept() < 0);
 }
 
-TEST_CASE("tcp_fastpath: FIN both ways and half-close") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: FIN both ways and half-close") {
     // Guest sends data + FIN: the host reads the data, then EOF.
     Bytes hello = pattern(3000, 15);
     g.send(kAck | kFin, g.snd_nxt, hello.data(), hello.size());
@@ -176,13 +158,7 @@ TEST_CASE("tcp_fastpath: FIN both ways and half-close") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: host closes first, guest keeps sending") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: host closes first, guest keeps sending") {
     ::shutdown(c, SHUT_WR);
     Rx r;
     REQUIRE(g.next(r));
@@ -249,13 +225,8 @@ TEST_CASE("tcp_fastpath: lost SYN-ACK: resent on a SYN retransmission and by the
     CHECK(rst);
 }
 
-TEST_CASE("tcp_fastpath: SYN and bad ACKs on an open flow get ACKs, nothing else") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted,
+                  "tcp_fastpath: SYN and bad ACKs on an open flow get ACKs, nothing else") {
     // A SYN on the established flow: a challenge ACK.
     g.send(kSyn, g.iss + 12345);
     Rx r;

@@ -33,13 +33,8 @@ TEST_CASE("tcp_fastpath: a lost frame is resent after duplicate ACKs") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: a lost frame is resent by the retransmission timer") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted,
+                  "tcp_fastpath: a lost frame is resent by the retransmission timer") {
     Bytes data = pattern(1 << 20, 7);
     H2G o;
     o.silent_drop = true;
@@ -49,13 +44,7 @@ TEST_CASE("tcp_fastpath: a lost frame is resent by the retransmission timer") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: partial and duplicate ACKs") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: partial and duplicate ACKs") {
     Bytes data = pattern(1 << 20, 8);
     H2G o;
     o.ack_half = true;
@@ -64,13 +53,8 @@ TEST_CASE("tcp_fastpath: partial and duplicate ACKs") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: guest data ahead of a gap is held a moment, then dropped with a duplicate ACK") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted,
+                  "tcp_fastpath: guest data ahead of a gap is held a moment, then dropped with a duplicate ACK") {
     // The acknowledgement of the last frame the guest got (0: none came).
     auto last_ack = [&] {
         Rx r;
@@ -122,13 +106,7 @@ TEST_CASE("tcp_fastpath: guest data ahead of a gap is held a moment, then droppe
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: zero window from the guest, probes, reopening") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: zero window from the guest, probes, reopening") {
     Bytes data = pattern(200000, 13);
     REQUIRE(::send(c, data.data(), data.size(), 0) == ssize_t(data.size()));
     // Take the first frame, then close the window.
@@ -174,13 +152,7 @@ TEST_CASE("tcp_fastpath: zero window from the guest, probes, reopening") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: our window follows the host socket and reopens") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: our window follows the host socket and reopens") {
     int small = 256 * 1024; // not tiny: below one loopback MSS the host side crawls (SWS avoidance)
     ::setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     // The host application does not read: the guest fills the socket
@@ -284,13 +256,8 @@ TEST_CASE("tcp_fastpath: the MSS the guest is offered is no larger than the host
     CHECK(g.peer_mss == 65480);
 }
 
-TEST_CASE("tcp_fastpath: a refused tail is not acked; reopening asks for it") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted,
+                  "tcp_fastpath: a refused tail is not acked; reopening asks for it") {
     int small = 64 * 1024;
     ::setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     // A guest that ignores our window until the socket refuses data.
@@ -333,13 +300,7 @@ TEST_CASE("tcp_fastpath: a refused tail is not acked; reopening asks for it") {
     ::close(c);
 }
 
-TEST_CASE("tcp_fastpath: guest keepalives and window probes are answered") {
-    Sim sim;
-    Listener l;
-    Guest g(sim, false, l.port);
-    REQUIRE(g.connect());
-    int c = accept_from(sim, l);
-    REQUIRE(c >= 0);
+TEST_CASE_FIXTURE(Accepted, "tcp_fastpath: guest keepalives and window probes are answered") {
     Rx r;
     while (g.next(r, 20)) {} // window updates after the handshake
     // A plain ACK at rcv_nxt gets no answer...
