@@ -98,13 +98,7 @@ def main(argv):
     # SIGTERM unwinds like an exception, so every session's finally cleans up.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(o.results, exist_ok=True)
-    logf = open(os.path.join(o.results, "bench.log"), "a")
-
-    def log(msg):
-        line = "[%s] %s" % (time.strftime("%H:%M:%S"), msg)
-        print(line, flush=True)
-        logf.write(line + "\n")
-        logf.flush()
+    log, logf = session.open_log(os.path.join(o.results, "bench.log"))
 
     rk = o.rootlesskit if os.access(o.rootlesskit, os.X_OK) else None
     if not rk:

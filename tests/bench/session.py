@@ -217,6 +217,36 @@ def reap_helper(pid, names):
         pass
 
 
+def open_log(path):
+    """(log, logf): log(msg) prints msg with the time and appends it to
+    the file at path; logf is that file, for what the sessions log."""
+    logf = open(path, "a")
+
+    def log(msg):
+        line = "[%s] %s" % (time.strftime("%H:%M:%S"), msg)
+        print(line, flush=True)
+        logf.write(line + "\n")
+        logf.flush()
+    return log, logf
+
+
+def end_session(agent, pids, helpers, servers):
+    """Ends what a session started: the agent, a helper that outlives
+    rootlesskit (pasta), the servers (killed if they take over 5 s)."""
+    if agent:
+        agent.stop()
+    if "helper" in pids:
+        reap_helper(pids["helper"], helpers)
+    for s in servers:
+        s.terminate()
+    for s in servers:
+        try:
+            s.wait(5)
+        except subprocess.TimeoutExpired:
+            s.kill()
+            s.wait()
+
+
 def run_session(target, mtu, opts, log):
     """Returns {"startup_s", "tests": {name: result}, "rss_kib", "pids"}."""
     iperf_port, echo_port = free_port(), free_port()
@@ -285,17 +315,6 @@ def run_session(target, mtu, opts, log):
     except (EOFError, TimeoutError, OSError, ValueError) as e:
         rec["error"] = "%s: %s" % (type(e).__name__, e)
     finally:
-        if agent:
-            agent.stop()
-        if "helper" in pids:
-            reap_helper(pids["helper"], target.helpers)
-        for s in servers:
-            s.terminate()
-        for s in servers:
-            try:
-                s.wait(5)
-            except subprocess.TimeoutExpired:
-                s.kill()
-                s.wait()
+        end_session(agent, pids, target.helpers, servers)
         target.teardown()
     return rec

@@ -195,18 +195,7 @@ def run_session(target, mtu, bed, o, logf):
     except (EOFError, TimeoutError, OSError, ValueError) as e:
         out["error"] = "%s: %s" % (type(e).__name__, e)
     finally:
-        if agent:
-            agent.stop()
-        if "helper" in pids:
-            session.reap_helper(pids["helper"], target.helpers)
-        for s in servers:
-            s.terminate()
-        for s in servers:
-            try:
-                s.wait(5)
-            except subprocess.TimeoutExpired:
-                s.kill()
-                s.wait()
+        session.end_session(agent, pids, target.helpers, servers)
     return out
 
 
@@ -245,13 +234,7 @@ def main(argv):
     o = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(o.results, exist_ok=True)
-    logf = open(os.path.join(o.results, "wan.log"), "a")
-
-    def log(msg):
-        line = "[%s] %s" % (time.strftime("%H:%M:%S"), msg)
-        print(line, flush=True)
-        logf.write(line + "\n")
-        logf.flush()
+    log, logf = session.open_log(os.path.join(o.results, "wan.log"))
 
     tgts = make_targets(o, log)
     if not tgts:

@@ -22,10 +22,8 @@
 # rknp, rknp-slirp4netns, rknp-delay-line and build/bin/rootlesskit).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-# shellcheck source=tests/lib/common.sh
-source "$ROOT/tests/lib/common.sh"
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+# shellcheck source=tests/bench/lib.sh
+source "$HERE/lib.sh"
 
 args=()
 bed_id=40
@@ -40,39 +38,11 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-need=()
-for p in python3-matplotlib iperf3 slirp4netns passt uidmap iproute2; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+bench_prepare
 [ -x "$ROOT/build/bin/rknp-delay-line" ] ||
     { echo "build first: cmake --build build --target rknp-delay-line" >&2; exit 1; }
-
-setup_test_user
-for d in "$ROOT" "$ROOT/tests" "$HERE" "$ROOT/build" "$ROOT/build/bin" "$ROOT/build/lib"; do
-    [ -d "$d" ] && chmod o+rx "$d"
-done
-
-# wan.py brings the bed up and down per cell; the trap removes a bed an
-# interrupted run leaves (and restores the sysctls it saved).
-WAN_PID=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-    [ -n "$WAN_PID" ] && kill "$WAN_PID" 2>/dev/null && wait "$WAN_PID" 2>/dev/null
-    "$ROOT/tests/lib/wan_bed.sh" down --id "$bed_id" 2>/dev/null || true
-    return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-start=$(date +%s)
-/usr/bin/python3 "$HERE/wan.py" "${args[@]}" &
-WAN_PID=$!
-rc=0
-wait "$WAN_PID" || rc=$?
-WAN_PID=
-echo "wan bench wall time: $(( $(date +%s) - start )) s"
-exit $rc
+# wan.py brings the bed up and down per cell: an interrupted run may leave
+# one (the sysctls it saved are restored with it).
+# shellcheck disable=SC2317 # run by the EXIT trap
+bench_cleanup() { "$ROOT/tests/lib/wan_bed.sh" down --id "$bed_id" 2>/dev/null || true; }
+bench_run "wan bench" "$HERE/wan.py" "${args[@]}"
