@@ -55,7 +55,7 @@ UniqueFd open_tap(const std::string &ifname, bool offload, uint32_t mtu,
     if (!offload) return fd;
     // UDP GSO sends (UDP_SEGMENT, as QUIC stacks make them) come whole as
     // well where the kernel has it (Linux >= 6.2); the parent splits them
-    // (datapath/udp_gso.hpp). An older kernel refuses the unknown bits.
+    // (datapath/udp/gso_splitter.hpp). An older kernel refuses the unknown bits.
     if (::ioctl(fd.get(), TUNSETOFFLOAD, flags | kTunUso4 | kTunUso6) == 0) {
         log.debug("tap offloads: TCP and UDP segmentation (USO)");
     } else if (::ioctl(fd.get(), TUNSETOFFLOAD, flags) == 0) {

@@ -15,10 +15,11 @@
 namespace rknp {
 
 GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
-                           FlowLimits &limits, tcp::FastPath *fast_path,
-                           udp::FastPath *udp_fast_path, ToLibslirp to_libslirp)
-    : net_(net), stats_(stats), limits_(limits), fast_path_(fast_path),
-      udp_fast_path_(udp_fast_path), to_libslirp_(std::move(to_libslirp)) {
+                           FlowLimits &limits, std::vector<Path *> paths,
+                           ToLibslirp to_libslirp)
+    : net_(net), stats_(stats), limits_(limits), paths_(std::move(paths)),
+      to_libslirp_(std::move(to_libslirp)) {
+    std::erase(paths_, nullptr);
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
 }
 
@@ -35,12 +36,12 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
             return Outcome::Dropped;
         }
         // Each datagram on its own way; the caller's follow-up is due if
-        // any reached a fast path.
+        // any reached a path.
         Outcome result = Outcome::Dropped;
         TapFrame datagram;
         while (udp_gso_.next(datagram)) {
             const Outcome o = input_frame(datagram, vnet_hdr, now_ms);
-            if (result != Outcome::FastPath) result = o;
+            if (result != Outcome::Path) result = o;
         }
         return result;
     }
@@ -63,8 +64,7 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         Stats::add(stats_.bytes_from_tap, frame.size());
         return Outcome::Answered;
     }
-    // The checksum is finished once the frame is known not to be the fast
-    // path's (it never needs it); fragments are checked whole first.
+    // Fragments have their checksum checked whole first.
     uint32_t frames = 1;
     if (is_ip_fragment(frame)) { // libslirp must never see one
         if (!finish_checksum(tap_frame)) {
@@ -77,35 +77,43 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         frame = o.datagram;
         frames = o.fragments;
     }
-    if (vnet_hdr &&
-        ((fast_path_ && fast_path_->guest_frame(frame) == Verdict::Consumed) ||
-         (udp_fast_path_ && udp_fast_path_->guest_frame(frame) == Verdict::Consumed))) {
-        Stats::add(stats_.frames_from_tap, frames);
-        Stats::add(stats_.bytes_from_tap, frame.size());
-        return Outcome::FastPath;
-    }
-    if (!finish_checksum(tap_frame)) {
-        Stats::add(stats_.frames_dropped, 1);
-        return Outcome::Dropped;
-    }
-    strip_urgent(frame); // also in reassembled datagrams
-    if (echo_) {
-        icmp::Verdict v = echo_->guest_frame(frame);
-        if (v == icmp::Verdict::Malformed) {
+    // The checksum is finished once, before the first path that needs it
+    // (the fast paths never do), and before libslirp.
+    bool checksum_done = false;
+    auto finish = [&] {
+        if (checksum_done) return true;
+        checksum_done = true;
+        if (!finish_checksum(tap_frame)) return false;
+        strip_urgent(frame); // also in reassembled datagrams
+        return true;
+    };
+    for (Path *p : paths_) {
+        const Path::Traits t = p->traits();
+        if (t.needs_vnet_hdr && !vnet_hdr) continue;
+        if (t.needs_checksum && !finish()) {
             Stats::add(stats_.frames_dropped, 1);
             return Outcome::Dropped;
         }
-        if (v == icmp::Verdict::Consumed) {
+        const Verdict v = p->guest_frame(frame);
+        if (v == Verdict::Malformed) {
+            Stats::add(stats_.frames_dropped, 1);
+            return Outcome::Dropped;
+        }
+        if (v == Verdict::Consumed) {
             Stats::add(stats_.frames_from_tap, frames);
             Stats::add(stats_.bytes_from_tap, frame.size());
-            return Outcome::Echo;
+            return Outcome::Path;
         }
+    }
+    if (!finish()) {
+        Stats::add(stats_.frames_dropped, 1);
+        return Outcome::Dropped;
     }
     Stats::add(stats_.frames_from_tap, frames);
     Stats::add(stats_.bytes_from_tap, frame.size());
     // A frame that would cost libslirp a host socket beyond the limits
     // never reaches it (counted by FlowLimits, not as a dropped frame).
-    if (!limits_.begin_slirp_input(frame, net_, fast_flows(), uint64_t(now_ms), lingering_flows()))
+    if (!limits_.begin_slirp_input(frame, net_, path_flows(), uint64_t(now_ms), lingering_flows()))
         return Outcome::Refused;
     to_libslirp_(frame);
     limits_.end_slirp_input();
@@ -124,12 +132,23 @@ Admission GuestIngress::admission(FlowLimits::Admit a) {
     return Admission::Drop;
 }
 
-Admission GuestIngress::admit_fast_flow(int64_t now_ms) {
-    return admission(limits_.admit(fast_flows(), uint64_t(now_ms)));
+Admission GuestIngress::admit_flow(int64_t now_ms, bool lingering) {
+    return lingering ? admission(limits_.admit(path_flows(), uint64_t(now_ms), true,
+                                               lingering_flows()))
+                     : admission(limits_.admit(path_flows(), uint64_t(now_ms)));
 }
 
-Admission GuestIngress::admit_udp_flow(int64_t now_ms) {
-    return admission(limits_.admit(fast_flows(), uint64_t(now_ms), true, lingering_flows()));
+size_t GuestIngress::path_flows() const {
+    size_t n = 0;
+    for (const Path *p : paths_) n += p->flows();
+    return n;
+}
+
+size_t GuestIngress::lingering_flows() const {
+    size_t n = 0;
+    for (const Path *p : paths_)
+        if (p->traits().lingering_flows) n += p->flows();
+    return n;
 }
 
 } // namespace rknp

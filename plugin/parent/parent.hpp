@@ -24,7 +24,7 @@
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
 #include "common/fd.hpp"
-#include "parent/forwards.hpp"
+#include "parent/forward_table.hpp"
 #include "common/stats.hpp"
 #include "parent/task_queue.hpp"
 

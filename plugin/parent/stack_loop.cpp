@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's loop: the wait, host sockets, tap input, timers,
-// tasks, the hand-over, then the guest-bound frames of the round (the
-// forwards' paths are in stack_loop_forwards.cpp).
+// tasks, the hand-over, then the guest-bound frames of the round; and
+// which path takes each forward.
 #include "parent/stack_loop.hpp"
 
 #include <arpa/inet.h>
@@ -89,10 +89,10 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
       fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
+      paths_(make_paths()),
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
-      ingress_(cfg.cidr, stats, limits_, fast_.get(), udp_fast_.get(),
+      ingress_(cfg.cidr, stats, limits_, paths_,
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
-    ingress_.set_echo_path(echo_.get());
     if (cfg_.host_network) {
         ingress_.set_neighbour_proxy(&tap_);
         if (!cfg_.disable_dns && !host_nameserver4())
@@ -105,7 +105,9 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
     icmp::EchoConfig ec = icmp::echo_config_from(virtual_net(cfg_), cfg_.mtu);
     ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
-    ec.admit_entry = [this] { return ingress_.admit_echo(now_ms_); };
+    ec.admit_entry = [this] {
+        return ingress_.admit_flow(now_ms_, true) == Admission::Accept;
+    };
     ec.clock = [this] { return now_ms_; };
     ec.shared_epoll_fd = events_.get();
     auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
@@ -119,7 +121,7 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     tcp::FastPathConfig fc = fast_path_config(cfg_);
     // Called for guest SYNs and connections accepted on forwarded ports,
     // both only once ingress_ exists.
-    fc.admit_flow = [this] { return ingress_.admit_fast_flow(now_ms_); };
+    fc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, false); };
     fc.clock = [this] { return now_ms_; };
     fc.shared_epoll_fd = events_.get();
     // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
@@ -142,10 +144,19 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     uc.mtu = cfg_.mtu;
     // Called for a guest datagram on a new 4-tuple, only once ingress_
     // exists.
-    uc.admit_flow = [this] { return ingress_.admit_udp_flow(now_ms_); };
+    uc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, true); };
     uc.clock = [this] { return now_ms_; };
     uc.shared_epoll_fd = events_.get();
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
+}
+
+std::vector<Path *> StackLoop::make_paths() {
+    // Ingress order: TCP and UDP (no checksum needed), then echo.
+    std::vector<Path *> paths;
+    for (Path *p : {static_cast<Path *>(fast_.get()), static_cast<Path *>(udp_fast_.get()),
+                    static_cast<Path *>(echo_.get())})
+        if (p) paths.push_back(p);
+    return paths;
 }
 
 StackLoop::RoundEvents StackLoop::take_events(int timeout_ms, int &n) {
@@ -186,9 +197,7 @@ void StackLoop::flush_fast_path() {
 }
 
 void StackLoop::publish_stats() {
-    const size_t udp_flows = udp_fast_ ? udp_fast_->flows() : 0;
-    const size_t fast_flows =
-        (fast_ ? fast_->flows() : 0) + udp_flows + (echo_ ? echo_->entries() : 0);
+    const size_t fast_flows = ingress_.path_flows();
     stats_.host_sockets.store(limits_.host_sockets(fast_flows),
                               std::memory_order_relaxed);
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
@@ -211,16 +220,7 @@ void StackLoop::publish_stats() {
             refusal_logged_ms_ = now;
         }
     }
-    if (udp_fast_) {
-        stats_.udp_fast_flows.store(udp_flows, std::memory_order_relaxed);
-        stats_.udp_fast_dropped.store(udp_fast_->stats().dropped_to_host,
-                                      std::memory_order_relaxed);
-    }
-    if (!fast_) return;
-    const tcp::FastPathStats &f = fast_->stats();
-    stats_.tcp_fast_flows.store(fast_->flows(), std::memory_order_relaxed);
-    stats_.tcp_fast_retransmits.store(f.retransmits + f.fast_retransmits,
-                                      std::memory_order_relaxed);
+    for (const Path *p : paths_) p->publish(stats_);
 }
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
@@ -313,27 +313,26 @@ void StackLoop::detach_tap(const std::string &why) {
     coalescer_.flush(); // frames for a dead tap are dropped by TapIo
     unwatch_tap();
     tap_.detach();
-    // Fast-path flows would stay open (idle ones for ever) with nobody
-    // behind them: reset their host sides now.
-    if (fast_) fast_->tap_detached();
-    if (udp_fast_) udp_fast_->tap_detached();
+    // Path flows would stay open (idle ones for ever) with nobody behind
+    // them: reset their host sides now.
+    for (Path *p : paths_) p->tap_detached();
 }
 
 void StackLoop::drain_tap(int budget) {
-    // Guest datagrams the UDP fast path queued go out once the reads stop,
-    // and the next reads' first one goes out at once.
-    struct EndUdpReads {
-        udp::FastPath *udp;
-        ~EndUdpReads() {
-            if (udp) udp->end_of_reads();
+    // What the paths queued (the UDP fast path's guest datagrams) goes out
+    // once the reads stop, and the next reads' first one goes out at once.
+    struct EndOfInput {
+        const std::vector<Path *> &paths;
+        ~EndOfInput() {
+            for (Path *p : paths) p->end_of_input();
         }
-    } end_udp_reads{udp_fast_.get()};
+    } end_of_input{paths_};
     for (int i = 0; i < budget && tap_.attached(); ++i) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
         case TapRead::Frame:
             if (ingress_.input({frame_.data(), len}, tap_.vnet_hdr(),
-                               now_ms_) == GuestIngress::Outcome::FastPath)
+                               now_ms_) == GuestIngress::Outcome::Path)
                 flush_fast_path();
             break;
         case TapRead::Truncated: // counted by TapIo; no real frame is that long
@@ -358,20 +357,11 @@ void StackLoop::run() {
         // clock once more.
         now_ms_ = monotonic_ms();
         slirp_.fill(timeout, now_ms_);
-        if (fast_) {
-            int64_t next = fast_->ms_until_next_timer(now_ms_);
+        auto sooner = [&timeout](int64_t next) {
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
-        }
-        if (udp_fast_) {
-            int64_t next = udp_fast_->ms_until_next_timer(now_ms_);
-            if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
-        }
-        if (int64_t next = echo_ ? echo_->ms_until_next_timer(now_ms_) : -1;
-            next >= 0 && uint64_t(next) < timeout)
-            timeout = uint32_t(next);
-        if (int64_t next = handover_.ms_until_deadline(now_ms_);
-            next >= 0 && uint64_t(next) < timeout)
-            timeout = uint32_t(next);
+        };
+        for (const Path *p : paths_) sooner(p->ms_until_next_timer(now_ms_));
+        sooner(handover_.ms_until_deadline(now_ms_));
 
         // Host sockets first, with this round's results, before tap input
         // can create or close sockets; serviced every iteration. With no
@@ -396,16 +386,15 @@ void StackLoop::run() {
             return;
         }
         slirp_.poll(n < 0);
-        if (fast_ && !events.of(EventOwner::Tcp).empty()) {
-            fast_->handle_events(events.of(EventOwner::Tcp));
-            flush_fast_path();
+        for (Path *p : paths_) {
+            const std::span<const epoll_event> evs = events.of(p->event_owner());
+            bool &before = ready_before_[size_t(p->event_owner())];
+            if (!evs.empty()) {
+                p->handle_events(evs, before);
+                flush_fast_path();
+            }
+            before = !evs.empty();
         }
-        const bool udp_ready = !events.of(EventOwner::Udp).empty();
-        if (udp_fast_ && udp_ready)
-            udp_fast_->handle_events(events.of(EventOwner::Udp), udp_ready_before_);
-        udp_ready_before_ = udp_ready;
-        if (echo_ && !events.of(EventOwner::Echo).empty())
-            echo_->handle_events(events.of(EventOwner::Echo));
         // A tap readable two rounds running is in a burst: read it dry
         // (up to the budget). Otherwise the wake-up is most likely for one
         // frame (a request, an ACK): read that one and let the next wait
@@ -415,12 +404,8 @@ void StackLoop::run() {
         if (tap_ready) drain_tap(tap_ready_before_ ? kTapBudget : 1);
         tap_ready_before_ = tap_ready;
         slirp_.run_timers(now_ms_);
-        if (echo_) echo_->run_timers(now_ms_);
-        if (fast_) {
-            fast_->run_timers(now_ms_);
-            flush_fast_path();
-        }
-        if (udp_fast_) udp_fast_->run_timers(now_ms_);
+        for (Path *p : paths_) p->run_timers(now_ms_);
+        flush_fast_path();
         if (has_ref(events.of(EventOwner::Loop), kWakeRef)) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);
@@ -430,6 +415,66 @@ void StackLoop::run() {
         coalescer_.flush();
         publish_stats();
     }
+}
+
+// Forwards: which path takes each one (the TCP or UDP fast path, or
+// libslirp), their removal, and their move to libslirp when the tap turns
+// out to have no vnet headers.
+
+bool StackLoop::add_forward(const ForwardSpec &f) {
+    const bool have_path = f.udp ? udp_fast_ != nullptr : fast_ != nullptr;
+    if (!have_path || (tap_.attached() && !tap_.vnet_hdr())) {
+        slirp_.add_forward(f);
+        if (f.udp && udp_fast_) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
+        return false;
+    }
+    sockaddr_storage ss;
+    socklen_t len = f.host_sockaddr(ss);
+    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
+    int err = f.udp ? udp_fast_->add_forward(host, len, f.guest, f.guest_port)
+                    : fast_->add_forward(host, len, f.guest, f.guest_port);
+    if (err != 0) throw_errno("forward " + f.host_side(), err);
+    fast_forwards_.push_back(f);
+    return true;
+}
+
+void StackLoop::remove_fast_forward(const ForwardSpec &f) {
+    sockaddr_storage ss;
+    socklen_t len = f.host_sockaddr(ss);
+    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
+    if (f.udp)
+        udp_fast_->remove_forward(host, len);
+    else
+        fast_->remove_forward(host, len);
+}
+
+void StackLoop::remove_forward(const ForwardSpec &f) {
+    for (auto it = fast_forwards_.begin(); it != fast_forwards_.end(); ++it) {
+        if (!it->same_host_side(f)) continue;
+        remove_fast_forward(*it);
+        fast_forwards_.erase(it);
+        return;
+    }
+    slirp_.remove_forward(f);
+    if (f.udp && udp_fast_) udp_fast_->release_to_fast_path(f.guest, f.guest_port);
+}
+
+void StackLoop::forwards_to_slirp() {
+    for (const ForwardSpec &f : fast_forwards_) {
+        remove_fast_forward(f);
+        try {
+            slirp_.add_forward(f);
+            // Should a tap with vnet headers follow, the UDP fast path must
+            // still leave this forward's guest end to libslirp.
+            if (f.udp) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
+            cfg_.logger.info("forward " + f.host_side() +
+                             " moved to libslirp: the tap has no vnet headers");
+        } catch (const Error &e) {
+            cfg_.logger.error(std::string(e.what()) + " (moving it to libslirp: "
+                              "the tap has no vnet headers)");
+        }
+    }
+    fast_forwards_.clear();
 }
 
 } // namespace rknp

@@ -28,6 +28,7 @@
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
 #include "datapath/event_source.hpp"
+#include "datapath/icmp/echo_path.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
@@ -80,6 +81,8 @@ private:
     // Logs which path carries ICMP echo; nullptr when ping sockets are
     // refused (libslirp's then).
     std::unique_ptr<icmp::EchoPath> make_echo_path();
+    // The paths that are on, in ingress order.
+    std::vector<Path *> make_paths();
     // This round's events of the shared set, split by owner (a span of
     // round_events_ each, in the order epoll_wait gave them).
     struct RoundEvents {
@@ -114,7 +117,8 @@ private:
     PollSet polls_;
     std::vector<uint8_t> frame_;
     bool tap_ready_before_ = false; // the tap was readable last round
-    bool udp_ready_before_ = false; // the UDP fast path had events last round
+    // Whether each event owner (a path) had events last round: a burst.
+    std::array<bool, kEventOwners> ready_before_{};
     // The shared epoll set; before the paths, which register with it.
     UniqueFd events_;
     EventSource loop_events_; // the loop's own share: the wake-up, the tap
@@ -143,6 +147,9 @@ private:
     // Only with cfg.udp_fast_path; used once the tap has vnet headers.
     std::unique_ptr<udp::FastPath> udp_fast_;
     std::unique_ptr<icmp::EchoPath> echo_; // writes to tap_
+    // The paths above that are on, in ingress order: what the loop and
+    // GuestIngress loop over.
+    std::vector<Path *> paths_;
     SlirpAdapter slirp_; // points at the above
     GuestIngress ingress_; // last: destroyed first, points at all of them
 };

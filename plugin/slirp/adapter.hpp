@@ -20,7 +20,7 @@
 #include "datapath/coalescer.hpp"
 #include "slirp/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
-#include "parent/forwards.hpp"
+#include "datapath/forward_spec.hpp"
 #include "slirp/guest_sockets.hpp"
 #include "slirp/poll_set.hpp"
 #include "slirp/queue_drain.hpp"

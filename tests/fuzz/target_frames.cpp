@@ -185,9 +185,8 @@ struct Stack {
           fast(make_fast_path(cfg)), udp_fast(make_udp_fast_path(cfg)),
           echo(make_echo_path(cfg)),
           ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
-                  fast.get(), udp_fast.get(),
+                  {fast.get(), udp_fast.get(), echo.get()},
                   [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
-        ingress.set_echo_path(echo.get());
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
             .clock_get_ns = clock_get_ns, .timer_new = timer_new,
@@ -239,7 +238,7 @@ struct Stack {
     std::unique_ptr<tcp::FastPath> make_fast_path(uint8_t cfg) {
         if (!vnet || !(cfg & 32)) return nullptr;
         tcp::FastPathConfig fc = fast_path_config(cfg, limits, now_ns);
-        fc.admit_flow = [this] { return ingress.admit_fast_flow(now_ms()); };
+        fc.admit_flow = [this] { return ingress.admit_flow(now_ms(), false); };
         tcpsim::apply_test_peek_mode(fc);
         return std::make_unique<tcp::FastPath>(std::move(fc));
     }
@@ -252,7 +251,7 @@ struct Stack {
         icmp::EchoConfig ec = icmp::echo_config_from(fc, fc.mtu);
         ec.max_entries = 8;
         ec.clock = [this] { return now_ms(); };
-        ec.admit_entry = [this] { return ingress.admit_echo(now_ms()); };
+        ec.admit_entry = [this] { return ingress.admit_flow(now_ms(), true) == Admission::Accept; };
         auto e = std::make_unique<icmp::EchoPath>(std::move(ec), to_guest);
         if (!e->enabled()) return nullptr;
         return e;
@@ -269,7 +268,7 @@ struct Stack {
         uc.max_flows = limits.max_flows();
         uc.mtu = t.mtu;
         uc.clock = t.clock;
-        uc.admit_flow = [this] { return ingress.admit_udp_flow(now_ms()); };
+        uc.admit_flow = [this] { return ingress.admit_flow(now_ms(), true); };
         udp_out.check.mtu = uc.mtu;
         udp_out.next = &to_guest;
         return std::make_unique<udp::FastPath>(std::move(uc), udp_out);
@@ -329,7 +328,7 @@ struct Stack {
     // hands it over.
     void input(std::vector<uint8_t> &buf, bool fix_ack) {
         if (fix_ack) sent.fix_ack(buf, vnet);
-        if (ingress.input(buf, vnet, now_ms()) == GuestIngress::Outcome::FastPath)
+        if (ingress.input(buf, vnet, now_ms()) == GuestIngress::Outcome::Path)
             flush_fast_path();
         if (udp_fast) {
             udp_fast->flush();

@@ -38,7 +38,7 @@ struct SlirpRig {
 
     SlirpRig(uint32_t max_flows, uint32_t rate)
         : limits(max_flows, rate, stats, 1000),
-          ingress(cfg.cidr, stats, limits, nullptr, nullptr,
+          ingress(cfg.cidr, stats, limits, {},
                   [this](std::span<const uint8_t> f) { slirp->input(f); }) {
         slirp = std::make_unique<rknp::SlirpAdapter>(cfg, tap, coalescer, polls,
                                                      limits.sockets());

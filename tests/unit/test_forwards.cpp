@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "common/error.hpp"
-#include "parent/forwards.hpp"
+#include "parent/forward_table.hpp"
 
 using namespace rknp;
 

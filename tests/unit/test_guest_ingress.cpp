@@ -50,14 +50,14 @@ struct Rig {
         : limits(max_flows, rate, stats, uint64_t(now)),
           fast(fast_path ? make_fast_path() : nullptr),
           ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                  fast.get(), nullptr, [this](std::span<const uint8_t> f) {
+                  {fast.get()}, [this](std::span<const uint8_t> f) {
                       to_libslirp.emplace_back(f.begin(), f.end());
                   }) {}
 
     std::unique_ptr<FastPath> make_fast_path() {
         FastPathConfig c = Sim::base_config();
         c.clock = [this] { return now; };
-        c.admit_flow = [this] { return ingress.admit_fast_flow(now); };
+        c.admit_flow = [this] { return ingress.admit_flow(now, false); };
         return std::make_unique<FastPath>(std::move(c));
     }
     Outcome input(Bytes raw, bool vnet = false) { return ingress.input(raw, vnet, now); }
@@ -162,7 +162,7 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
     Rig r(1, 1000, true);
     Listener l;
     Bytes syn = syn_frame(40000, l.port);
-    CHECK(r.input(with_vnet(syn), true) == Outcome::FastPath);
+    CHECK(r.input(with_vnet(syn), true) == Outcome::Path);
     CHECK(r.fast->flows() == 1);
     CHECK(r.to_libslirp.empty());
     CHECK(r.stats.frames_from_tap.load() == 1);
@@ -175,7 +175,7 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
     CHECK(r.fast->flows() == 1);
     // At max_flows the fast path's next flow is refused with an RST.
     r.fast->frames().clear();
-    CHECK(r.input(with_vnet(syn_frame(40002, l.port)), true) == Outcome::FastPath);
+    CHECK(r.input(with_vnet(syn_frame(40002, l.port)), true) == Outcome::Path);
     CHECK(r.stats.flows_refused.load() == 2);
     CHECK(r.fast->flows() == 1);
     REQUIRE(r.fast->frames().size() == 1);
@@ -184,7 +184,7 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
 
 TEST_CASE("guest ingress: fast-path admission is FlowLimits' verdict") {
     Rig r(100, 1);
-    CHECK(r.ingress.admit_fast_flow(r.now) == Admission::Accept);
-    CHECK(r.ingress.admit_fast_flow(r.now) == Admission::Drop); // rate
+    CHECK(r.ingress.admit_flow(r.now, false) == Admission::Accept);
+    CHECK(r.ingress.admit_flow(r.now, false) == Admission::Drop); // rate
     CHECK(r.stats.flows_rate_limited.load() == 1);
 }

@@ -397,8 +397,8 @@ TEST_CASE("icmp_echo: refused ping sockets leave every request to libslirp") {
     CHECK(!path.enabled());
     CHECK(path.description().rfind("ICMP echo: libslirp (", 0) == 0);
     CHECK(path.guest_frame(echo4("10.0.2.100", "192.0.2.1", 1, 1, {})) ==
-          icmp::Verdict::NotMine);
-    CHECK(path.entries() == 0);
+          Verdict::NotMine);
+    CHECK(path.flows() == 0);
 }
 
 TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
@@ -407,25 +407,25 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
     c.probe = allowed;
     EchoPath path(c, out);
     // DNS, the rest of the virtual network, non-unicast: libslirp answers.
-    CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.3", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.50", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo4("10.0.2.100", "224.0.0.1", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo4("10.0.2.100", "127.0.0.1", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo6("fd00::100", "fd00::3", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo6("fd00::100", "ff02::1", 1, 1, {})) == icmp::Verdict::NotMine);
-    CHECK(path.guest_frame(echo6("fe80::1", "2001:db8::1", 1, 1, {})) == icmp::Verdict::NotMine);
+    CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.3", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.50", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo4("10.0.2.100", "224.0.0.1", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo4("10.0.2.100", "127.0.0.1", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo6("fd00::100", "fd00::3", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo6("fd00::100", "ff02::1", 1, 1, {})) == Verdict::NotMine);
+    CHECK(path.guest_frame(echo6("fe80::1", "2001:db8::1", 1, 1, {})) == Verdict::NotMine);
     // Malformed requests to destinations of ours are dropped.
     Bytes bad = echo4("10.0.2.100", "192.0.2.1", 1, 1, payload_of(8));
     bad.back() ^= 1;
-    CHECK(path.guest_frame(bad) == icmp::Verdict::Malformed);
+    CHECK(path.guest_frame(bad) == Verdict::Malformed);
     Bytes bad6 = echo6("fd00::100", "2001:db8::1", 1, 1, payload_of(8));
     bad6.back() ^= 1;
-    CHECK(path.guest_frame(bad6) == icmp::Verdict::Malformed);
+    CHECK(path.guest_frame(bad6) == Verdict::Malformed);
     Bytes coded = echo4("10.0.2.100", "192.0.2.1", 1, 1, {});
     coded[14 + 21] = 3;
-    CHECK(path.guest_frame(coded) == icmp::Verdict::Malformed);
+    CHECK(path.guest_frame(coded) == Verdict::Malformed);
     CHECK(path.stats().malformed == 3);
-    CHECK(path.entries() == 0);
+    CHECK(path.flows() == 0);
     CHECK(out.frames.empty());
 
     SUBCASE("the gateway with disable_host_loopback is libslirp's") {
@@ -433,15 +433,15 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
         d.probe = allowed;
         d.disable_host_loopback = true;
         EchoPath p2(d, out);
-        CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == icmp::Verdict::NotMine);
-        CHECK(p2.guest_frame(echo6("fd00::100", "fd00::2", 1, 1, {})) == icmp::Verdict::NotMine);
+        CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::NotMine);
+        CHECK(p2.guest_frame(echo6("fd00::100", "fd00::2", 1, 1, {})) == Verdict::NotMine);
     }
     SUBCASE("IPv6 off, or refused for IPv6 only") {
         EchoConfig d = base_config();
         d.ipv6 = false;
         d.probe = allowed;
         EchoPath p2(d, out);
-        CHECK(p2.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == icmp::Verdict::NotMine);
+        CHECK(p2.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == Verdict::NotMine);
         EchoConfig d6 = base_config();
         d6.probe = [] {
             PingProbe p = allowed();
@@ -449,7 +449,7 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
             return p;
         };
         EchoPath p3(d6, out);
-        CHECK(p3.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == icmp::Verdict::NotMine);
+        CHECK(p3.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == Verdict::NotMine);
     }
 }
 
@@ -466,44 +466,44 @@ TEST_CASE("icmp_echo: real ping sockets, IPv4 and IPv6, host and gateway") {
         // The gateway: the host's 127.0.0.1; the reply comes from 10.0.2.2.
         Bytes p = payload_of(56);
         CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 0x1234, 1, p)) ==
-              icmp::Verdict::Consumed);
+              Verdict::Consumed);
         await(path, out, 1);
         REQUIRE(out.frames.size() == 1);
         CHECK(check_reply4(out.frames[0], "10.0.2.2", "10.0.2.100", 0x1234, 1) == p);
 
         // The same (guest, id, destination): the same entry.
         CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 0x1234, 2, p)) ==
-              icmp::Verdict::Consumed);
+              Verdict::Consumed);
         await(path, out, 2);
         REQUIRE(out.frames.size() == 2);
         CHECK(check_reply4(out.frames[1], "10.0.2.2", "10.0.2.100", 0x1234, 2) == p);
-        CHECK(path.entries() == 1);
+        CHECK(path.flows() == 1);
         CHECK(path.stats().opened == 1);
 
         // Outside the virtual network (an address of this namespace).
         Bytes big = payload_of(1400, 3);
         CHECK(path.guest_frame(echo4("10.0.2.100", "192.0.2.1", 0x1234, 9, big)) ==
-              icmp::Verdict::Consumed);
+              Verdict::Consumed);
         await(path, out, 3);
         REQUIRE(out.frames.size() == 3);
         CHECK(check_reply4(out.frames[2], "192.0.2.1", "10.0.2.100", 0x1234, 9) == big);
-        CHECK(path.entries() == 2);
+        CHECK(path.flows() == 2);
 
         if (!v6) {
             MESSAGE("IPv6 cases skipped: no IPv6 in the test namespace");
             return;
         }
         CHECK(path.guest_frame(echo6("fd00::100", "fd00::2", 0x77, 4, p)) ==
-              icmp::Verdict::Consumed);
+              Verdict::Consumed);
         await(path, out, 4);
         REQUIRE(out.frames.size() == 4);
         CHECK(check_reply6(out.frames[3], "fd00::2", "fd00::100", 0x77, 4) == p);
         CHECK(path.guest_frame(echo6("fd00::100", "2001:db8::1", 0x77, 5, big)) ==
-              icmp::Verdict::Consumed);
+              Verdict::Consumed);
         await(path, out, 5);
         REQUIRE(out.frames.size() == 5);
         CHECK(check_reply6(out.frames[4], "2001:db8::1", "fd00::100", 0x77, 5) == big);
-        CHECK(path.entries() == 4);
+        CHECK(path.flows() == 4);
         CHECK(path.stats().requests == 5);
         CHECK(path.stats().replies == 5);
         CHECK(path.stats().replies_dropped == 0);
@@ -517,7 +517,7 @@ TEST_CASE("icmp_echo: no route: the guest is told, from the gateway") {
         REQUIRE(path.enabled());
         // This namespace has no route there: nothing is sent anywhere.
         Bytes req = echo4("10.0.2.100", "198.51.100.1", 3, 4, payload_of(20));
-        CHECK(path.guest_frame(req) == icmp::Verdict::Consumed);
+        CHECK(path.guest_frame(req) == Verdict::Consumed);
         REQUIRE(out.frames.size() == 1);
         const Bytes &f = out.frames[0];
         REQUIRE(f.size() == 14 + 20 + 8 + 20 + 8);
@@ -535,7 +535,7 @@ TEST_CASE("icmp_echo: no route: the guest is told, from the gateway") {
         CHECK(path.stats().unreachable == 1);
         if (!v6) return;
         Bytes req6 = echo6("fd00::100", "2001:db8:1::1", 3, 4, payload_of(20));
-        CHECK(path.guest_frame(req6) == icmp::Verdict::Consumed);
+        CHECK(path.guest_frame(req6) == Verdict::Consumed);
         REQUIRE(out.frames.size() == 2);
         const Bytes &g = out.frames[1];
         REQUIRE(g.size() == 14 + 40 + 8 + 40 + 28);
@@ -564,7 +564,7 @@ TEST_CASE("icmp_echo: idle entries expire") {
         path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {}));
         await(path, out, 1);
         CHECK(out.frames.size() == 1);
-        CHECK(path.entries() == 1);
+        CHECK(path.flows() == 1);
         CHECK(path.ms_until_next_timer(now) > 0);
         CHECK(path.ms_until_next_timer(now) <= 1000);
 
@@ -574,10 +574,10 @@ TEST_CASE("icmp_echo: idle entries expire") {
         await(path, out, 2);
         now += 59000;
         path.run_timers(now);
-        CHECK(path.entries() == 1);
+        CHECK(path.flows() == 1);
         now += 1000;
         path.run_timers(now);
-        CHECK(path.entries() == 0);
+        CHECK(path.flows() == 0);
         CHECK(path.stats().expired == 1);
         CHECK(path.ms_until_next_timer(now) == -1);
 
@@ -602,17 +602,17 @@ TEST_CASE("icmp_echo: a full table or the flow limits refuse new entries") {
         };
         EchoPath path(c, out);
         REQUIRE(path.enabled());
-        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == icmp::Verdict::Consumed);
-        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 2, 1, {})) == icmp::Verdict::Consumed);
-        CHECK(path.entries() == 2);
+        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::Consumed);
+        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 2, 1, {})) == Verdict::Consumed);
+        CHECK(path.flows() == 2);
         CHECK(asked == 2);
         // A third id: no slot (and no token taken from the limits).
-        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 3, 1, {})) == icmp::Verdict::Consumed);
-        CHECK(path.entries() == 2);
+        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 3, 1, {})) == Verdict::Consumed);
+        CHECK(path.flows() == 2);
         CHECK(asked == 2);
         CHECK(path.stats().refused == 1);
         // Known entries still work.
-        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 2, 2, {})) == icmp::Verdict::Consumed);
+        CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 2, 2, {})) == Verdict::Consumed);
         await(path, out, 3);
         CHECK(out.frames.size() == 3);
         CHECK(path.stats().requests == 3);
@@ -621,8 +621,8 @@ TEST_CASE("icmp_echo: a full table or the flow limits refuse new entries") {
         d.admit_entry = [&] { return admit; };
         EchoPath p2(d, out);
         admit = false;
-        CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == icmp::Verdict::Consumed);
-        CHECK(p2.entries() == 0);
+        CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::Consumed);
+        CHECK(p2.flows() == 0);
         CHECK(p2.stats().refused == 1);
         CHECK(p2.stats().requests == 0);
     });
@@ -634,14 +634,14 @@ TEST_CASE("icmp_echo: guest ingress offers echo requests before libslirp") {
         FlowLimits limits(1, 1000, stats, 1000);
         std::vector<Bytes> to_libslirp;
         GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                             nullptr, nullptr, [&](std::span<const uint8_t> f) {
+                             {}, [&](std::span<const uint8_t> f) {
                                  to_libslirp.emplace_back(f.begin(), f.end());
                              });
         Collect out;
         EchoConfig c = base_config();
-        c.admit_entry = [&] { return ingress.admit_echo(1000); };
+        c.admit_entry = [&] { return ingress.admit_flow(1000, true) == Admission::Accept; };
         EchoPath path(c, out);
-        ingress.set_echo_path(&path);
+        ingress.add_path(&path);
         using Outcome = GuestIngress::Outcome;
         Bytes dns = echo4("10.0.2.100", "10.0.2.3", 1, 1, {});
         CHECK(ingress.input(dns, false, 1000) == Outcome::Libslirp);
@@ -651,13 +651,13 @@ TEST_CASE("icmp_echo: guest ingress offers echo requests before libslirp") {
         CHECK(ingress.input(bad, false, 1000) == Outcome::Dropped);
         CHECK(stats.frames_dropped.load() == 1);
         Bytes ok = echo4("10.0.2.100", "10.0.2.2", 1, 1, {});
-        CHECK(ingress.input(ok, false, 1000) == Outcome::Echo);
+        CHECK(ingress.input(ok, false, 1000) == Outcome::Path);
         CHECK(to_libslirp.size() == 1);
         // With max_flows 1, an open entry is the one flow: the next is refused.
-        CHECK(path.entries() == 1);
+        CHECK(path.flows() == 1);
         Bytes other = echo4("10.0.2.100", "10.0.2.2", 2, 1, {});
-        CHECK(ingress.input(other, false, 1000) == Outcome::Echo);
-        CHECK(path.entries() == 1);
+        CHECK(ingress.input(other, false, 1000) == Outcome::Path);
+        CHECK(path.flows() == 1);
         CHECK(stats.flows_refused.load() == 1);
     });
 }

@@ -104,7 +104,7 @@ TEST_CASE("neighbour ARP: GuestIngress answers in pasta's model only") {
         FlowLimits limits(100, 1000, stats, 1000);
         std::vector<Bytes> to_libslirp;
         Sink sink;
-        GuestIngress ingress(cfg.cidr, stats, limits, nullptr, nullptr,
+        GuestIngress ingress(cfg.cidr, stats, limits, {},
                              [&](std::span<const uint8_t> f) {
                                  to_libslirp.emplace_back(f.begin(), f.end());
                              });

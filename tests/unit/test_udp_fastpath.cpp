@@ -178,7 +178,7 @@ TEST_CASE("udp_fastpath: a batch of tap reads' first datagram goes out at once, 
                 Verdict::Consumed);
     }
     CHECK(!srv.has_datagram());
-    rig.path.end_of_reads();
+    rig.path.end_of_input();
     for (const Bytes &b : run) CHECK(srv.recv() == b);
     CHECK(rig.path.stats().segmented_sends == 1);
     // The next batch's first one again without waiting.

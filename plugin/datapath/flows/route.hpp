@@ -42,9 +42,6 @@ struct VirtualNet {
     std::optional<in6_addr> outbound_addr6;
 };
 
-// What a fast path answers for a guest frame: NotMine goes on to libslirp.
-enum class Verdict { NotMine, Consumed };
-
 // What becomes of a guest packet that would open a new flow, or a
 // connection accepted on a forwarded port (the parent's max_flows and
 // max_new_flows_per_sec, FlowLimits).

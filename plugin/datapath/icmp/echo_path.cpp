@@ -172,10 +172,10 @@ std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback
 
 void EchoPath::poll_events() {
     epoll_event evs[kEvents];
-    handle_events(events_.ready(evs));
+    handle_events(events_.ready(evs), true);
 }
 
-void EchoPath::handle_events(std::span<const epoll_event> evs) {
+void EchoPath::handle_events(std::span<const epoll_event> evs, bool) {
     for (const epoll_event &e : evs)
         if (auto idx = table_.slot_of(EventSource::ref_of(e))) drain(*idx);
 }

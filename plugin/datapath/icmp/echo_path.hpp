@@ -38,14 +38,9 @@
 #include "datapath/icmp/echo_frame.hpp"
 #include "datapath/icmp/echo_table.hpp"
 #include "datapath/icmp/probe.hpp"
+#include "datapath/path.hpp"
 
 namespace rknp::icmp {
-
-enum class Verdict {
-    NotMine,   // libslirp's
-    Consumed,  // sent on, or refused (counted in EchoStats)
-    Malformed, // an echo request that lies about itself: drop it
-};
 
 struct EchoStats {
     uint64_t requests = 0;        // sent on a ping socket
@@ -58,7 +53,10 @@ struct EchoStats {
     uint64_t opened = 0, expired = 0;
 };
 
-class EchoPath {
+// guest_frame's Verdict: NotMine is libslirp's; Consumed: sent on, or
+// refused (counted in EchoStats); Malformed: an echo request that lies
+// about itself, dropped.
+class EchoPath final : public Path {
 public:
     // Throws Error when the epoll instance cannot be made.
     EchoPath(EchoConfig cfg, GuestSink &sink);
@@ -74,20 +72,26 @@ public:
     // Readable when a reply waits (the shared set when
     // cfg.shared_epoll_fd was given).
     int epoll_fd() const { return events_.fd(); }
-    size_t entries() const { return table_.open(); }
+    size_t flows() const override { return table_.open(); }
     const EchoStats &stats() const { return stats_; }
 
     // A guest Ethernet frame (no vnet header, IPv4 reassembled).
-    Verdict guest_frame(std::span<const uint8_t> frame);
+    Verdict guest_frame(std::span<const uint8_t> frame) override;
+    Traits traits() const override {
+        return {.needs_checksum = true, .lingering_flows = true};
+    }
     // With a set of its own: replies waiting on the ping sockets, to the
     // guest (one non-blocking epoll_wait, then handle_events()).
     void poll_events();
     // This source's events from the set.
-    void handle_events(std::span<const epoll_event> evs);
+    void handle_events(std::span<const epoll_event> evs, bool burst) override;
+    EventOwner event_owner() const override { return EventOwner::Echo; }
     // Milliseconds until run_timers has work (0: now; -1: none).
-    int64_t ms_until_next_timer(int64_t now_ms) const;
+    int64_t ms_until_next_timer(int64_t now_ms) const override;
     // Closes idle entries.
-    void run_timers(int64_t now_ms);
+    void run_timers(int64_t now_ms) override;
+    // Entries need no guest to end: they expire on their own.
+    void tap_detached() override {}
 
 private:
     int64_t now() const;

@@ -211,10 +211,10 @@ void FastPath::replay(size_t slot) {
 
 void FastPath::poll_events() {
     epoll_event evs[kMaxEvents];
-    handle_events(events_.ready(evs));
+    handle_events(events_.ready(evs), true);
 }
 
-void FastPath::handle_events(std::span<const epoll_event> evs) {
+void FastPath::handle_events(std::span<const epoll_event> evs, bool) {
     const size_t n = evs.size();
     // Postponed work first: it has waited longest.
     for (size_t i = 0; i < n; ++i) {
@@ -317,6 +317,12 @@ void FastPath::send_arp(const uint8_t guest[16]) {
     std::memcpy(f + 38, guest + 12, 4);
     out_.append_raw(f);
     ++stats_.arp_requests;
+}
+
+void FastPath::publish(Stats &s) const {
+    s.tcp_fast_flows.store(flows(), std::memory_order_relaxed);
+    s.tcp_fast_retransmits.store(stats_.retransmits + stats_.fast_retransmits,
+                                 std::memory_order_relaxed);
 }
 
 } // namespace rknp::tcp

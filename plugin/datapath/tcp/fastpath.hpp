@@ -48,11 +48,12 @@
 #include "datapath/tcp/peek_mode.hpp"
 #include "datapath/tcp/reorder.hpp"
 #include "datapath/flows/route.hpp"
+#include "datapath/path.hpp"
 #include "datapath/flows/timer_heap.hpp"
 
 namespace rknp::tcp {
 
-class FastPath {
+class FastPath final : public Path {
 public:
     // Throws Error (epoll/eventfd creation; RKNP_ERR_UNSUPPORTED for
     // PeekMode::Offset on a kernel without SO_PEEK_OFF for TCP).
@@ -68,7 +69,8 @@ public:
     // A checksum-complete Ethernet frame from the guest (vnet header
     // stripped; IPv4 fragments already reassembled). NotMine: give it to
     // libslirp. Frames for the guest may be added to frames().
-    Verdict guest_frame(std::span<const uint8_t> eth_frame);
+    Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
+    Traits traits() const override { return {.needs_vnet_hdr = true}; }
 
     // Readable when a flow's socket has an event or postponed work waits
     // (the shared set when cfg.shared_epoll_fd was given).
@@ -78,11 +80,12 @@ public:
     void poll_events();
     // This source's events from the set (the loop's share of a shared
     // wait).
-    void handle_events(std::span<const epoll_event> evs);
+    void handle_events(std::span<const epoll_event> evs, bool burst) override;
+    EventOwner event_owner() const override { return EventOwner::Tcp; }
 
     // Milliseconds until the next flow deadline (0 if due), -1 if none.
-    int64_t ms_until_next_timer(int64_t now_ms) const;
-    void run_timers(int64_t now_ms);
+    int64_t ms_until_next_timer(int64_t now_ms) const override;
+    void run_timers(int64_t now_ms) override;
 
     // Guest-bound frames produced by the calls above; the loop writes them
     // (one writev each) and clear()s the batch after every call.
@@ -102,10 +105,11 @@ public:
     // The tap went away (the stack loop's detach path): no guest to talk
     // to, so every flow ends at once, its host peer reset, and no frame
     // waits for it. Listeners stay; the guest's MAC is learnt anew.
-    void tap_detached();
+    void tap_detached() override;
 
     const FastPathStats &stats() const { return stats_; }
-    size_t flows() const { return table_.open_flows(); }
+    size_t flows() const override { return table_.open_flows(); }
+    void publish(Stats &s) const override;
 
 private:
     // epoll data (below EventSource's owner bits): flows have

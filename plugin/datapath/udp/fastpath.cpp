@@ -296,4 +296,9 @@ void FastPath::release_to_fast_path(uint32_t guest4, uint16_t guest_port) {
     if (it != slirp_ends_.end()) slirp_ends_.erase(it);
 }
 
+void FastPath::publish(Stats &s) const {
+    s.udp_fast_flows.store(flows(), std::memory_order_relaxed);
+    s.udp_fast_dropped.store(stats_.dropped_to_host, std::memory_order_relaxed);
+}
+
 } // namespace rknp::udp

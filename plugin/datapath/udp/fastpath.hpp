@@ -17,7 +17,7 @@
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
-// batch of tap reads, end_of_reads() sends what it queued; its sockets
+// batch of tap reads, end_of_input() sends what it queued; its sockets
 // are in the loop's shared epoll set (cfg.shared_epoll_fd) and
 // handle_events() gets their events of the round (alone, epoll_fd() is
 // its own set and poll_events() serves it); timers as for TCP.
@@ -39,6 +39,7 @@
 #include "datapath/event_source.hpp"
 #include "datapath/flows/flow_table.hpp"
 #include "datapath/flows/route.hpp"
+#include "datapath/path.hpp"
 #include "datapath/flows/timer_heap.hpp"
 #include "datapath/guest_sink.hpp"
 #include "datapath/udp/frame.hpp"
@@ -100,7 +101,7 @@ struct FastPathStats {
     uint64_t arp_requests = 0;
 };
 
-class FastPath {
+class FastPath final : public Path {
 public:
     // Throws Error (epoll creation).
     FastPath(FastPathConfig cfg, GuestSink &guest);
@@ -109,7 +110,10 @@ public:
 
     // A checksum-complete or partial Ethernet frame from the guest (vnet
     // header stripped; IP fragments reassembled). NotMine: libslirp's.
-    Verdict guest_frame(std::span<const uint8_t> eth_frame);
+    Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
+    Traits traits() const override {
+        return {.needs_vnet_hdr = true, .lingering_flows = true};
+    }
     // Sends the datagrams guest_frame() queued (a different flow or size
     // sends them too).
     void flush();
@@ -117,7 +121,7 @@ public:
     // next batch's first datagram goes out at once, without waiting for
     // the tap read that tells whether more follow (a request waits for
     // nothing and needs no copy); later ones of a batch may form runs.
-    void end_of_reads() {
+    void end_of_input() override {
         flush();
         first_of_reads_sent_ = false;
     }
@@ -133,14 +137,15 @@ public:
     // flow gets one batch of reads; otherwise the wake-up is most likely
     // for one datagram (an answer): one read each, and the set,
     // level-triggered, says next round whether more came.
-    void handle_events(std::span<const epoll_event> evs, bool burst);
+    void handle_events(std::span<const epoll_event> evs, bool burst) override;
+    EventOwner event_owner() const override { return EventOwner::Udp; }
 
     // Milliseconds until the next idle check (0 if due), -1 if none.
-    int64_t ms_until_next_timer(int64_t now_ms) const;
-    void run_timers(int64_t now_ms);
+    int64_t ms_until_next_timer(int64_t now_ms) const override;
+    void run_timers(int64_t now_ms) override;
 
     // The tap went away: every flow ends.
-    void tap_detached();
+    void tap_detached() override;
     // Whether the tap takes UDP GSO frames (TapIo::takes_udp_gso): then a
     // coalesced host read goes to the guest as one frame.
     void set_guest_gso(bool on) { guest_gso_ = on; }
@@ -168,7 +173,8 @@ public:
     void keep_for_libslirp(uint32_t guest4, uint16_t guest_port);
     void release_to_fast_path(uint32_t guest4, uint16_t guest_port);
 
-    size_t flows() const { return table_.open_flows(); }
+    size_t flows() const override { return table_.open_flows(); }
+    void publish(Stats &s) const override;
     const FastPathStats &stats() const { return stats_; }
 
 private:
@@ -254,7 +260,7 @@ private:
     FastPathStats stats_;
     Run run_;
     std::vector<uint8_t> run_buf_;
-    bool first_of_reads_sent_ = false; // end_of_reads() clears it
+    bool first_of_reads_sent_ = false; // end_of_input() clears it
     std::vector<uint8_t> rx_buf_; // kRecvBatch buffers of kRecvBuf bytes
     std::array<mmsghdr, kRecvBatch> rx_msgs_{};
     std::array<iovec, kRecvBatch> rx_iov_{};

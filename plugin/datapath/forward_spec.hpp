@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Port forwards: validated specs and the table of active ones. The table
-// is touched only under Parent's forward mutex; libslirp calls happen on
-// the stack thread (StackLoop::add_forward / remove_forward).
+// A port forward as the paths and libslirp take it: a validated spec (its
+// host side, the guest's address and port). It sits beside the paths,
+// below the parent's table of forwards (parent/forward_table.hpp), so that
+// the paths and the libslirp adapter need nothing from above.
 #pragma once
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <map>
 #include <string>
 
 #include "common/addr.hpp"
@@ -34,22 +34,6 @@ struct ForwardSpec {
     bool same_host_side(const ForwardSpec &o) const;
     // The host side as a socket address; returns its length.
     socklen_t host_sockaddr(sockaddr_storage &out) const;
-};
-
-class ForwardTable {
-public:
-    // Throws Error(RKNP_ERR_INVALID_ARGUMENT) for a duplicate host side.
-    void check_new(const ForwardSpec &s) const;
-    uint32_t insert(const ForwardSpec &s);
-    // Throws Error(RKNP_ERR_INVALID_ARGUMENT) for an unknown id.
-    const ForwardSpec &at(uint32_t id) const;
-    void erase(uint32_t id);
-    void clear() { fwds_.clear(); }
-    const std::map<uint32_t, ForwardSpec> &all() const { return fwds_; }
-
-private:
-    std::map<uint32_t, ForwardSpec> fwds_;
-    uint32_t next_id_ = 1;
 };
 
 } // namespace rknp

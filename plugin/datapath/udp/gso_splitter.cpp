@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Splitting a guest's UDP GSO super-frame into its datagrams.
-#include "datapath/udp_gso.hpp"
+#include "datapath/udp/gso_splitter.hpp"
 
 #include <algorithm>
 #include <cstring>

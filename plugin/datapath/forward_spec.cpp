@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Validation of forward requests and the table of active forwards.
-#include "parent/forwards.hpp"
+// Validation of a forward request into a ForwardSpec, and its host side.
+#include "datapath/forward_spec.hpp"
 
 #include <arpa/inet.h>
 
@@ -84,27 +84,5 @@ socklen_t ForwardSpec::host_sockaddr(sockaddr_storage &out) const {
     a->sin_port = htons(host_port);
     return sizeof *a;
 }
-
-void ForwardTable::check_new(const ForwardSpec &s) const {
-    for (const auto &[id, f] : fwds_)
-        if (f.same_host_side(s))
-            throw_invalid(s.host_side() + " is already forwarded (id " +
-                          std::to_string(id) + ")");
-}
-
-uint32_t ForwardTable::insert(const ForwardSpec &s) {
-    uint32_t id = next_id_++;
-    fwds_.emplace(id, s);
-    return id;
-}
-
-const ForwardSpec &ForwardTable::at(uint32_t id) const {
-    auto it = fwds_.find(id);
-    if (it == fwds_.end())
-        throw_invalid("no forward with id " + std::to_string(id));
-    return it->second;
-}
-
-void ForwardTable::erase(uint32_t id) { fwds_.erase(id); }
 
 } // namespace rknp
