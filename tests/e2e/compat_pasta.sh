@@ -71,6 +71,8 @@ case_cli() {
     refused "unrecognized option '--host-lo-to-ns-lo'" --host-lo-to-ns-lo --version
     refused "^rknp-pasta: option '-D' is not supported by rknp-pasta\$" -D 192.0.2.1 1
     refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings are not supported yet" --map-guest-addr fd00::5 1
+    refused "^rknp-pasta: --map-guest-addr 169\.254\.1\.2: needs the namespace on the host's network" \
+        -a 10.0.2.100 --map-guest-addr 169.254.1.2 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.2\.50: the namespace's own address" -a 10.0.2.50 -n 24 -g 10.0.2.50 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.3\.1: not a host of the network 10\.0\.2\.0/24" -a 10.0.2.50 -n 24 -g 10.0.3.1 1
     refused "^rknp-pasta: -T/--tcp-ns auto: " -T auto 1

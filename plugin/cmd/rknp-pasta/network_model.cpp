@@ -81,6 +81,10 @@ int classful_prefix(uint32_t a) {
 
 } // namespace
 
+std::string Upstream::cidr() const {
+    return format_v4(address & mask()) + "/" + std::to_string(prefix);
+}
+
 std::optional<Upstream> host_upstream() {
     std::ifstream route("/proc/net/route");
     std::string line;
@@ -122,10 +126,6 @@ std::optional<Upstream> host_upstream() {
 NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) {
     if (rknp_config_init(&cfg_, sizeof cfg_) != RKNP_OK)
         throw cmd::Failure("rknp_config_init failed");
-    // pasta's model: the namespace's network is the host's, its other
-    // addresses the host's neighbours.
-    cfg_.network_model = RKNP_NETWORK_MODEL_HOST;
-
     // IPv4: the namespace's address and network; by default the host's
     // upstream interface's (pasta's default), else rknp's 10.0.2.100/24.
     uint32_t addr = up ? up->address : kFallbackAddr;
@@ -137,7 +137,7 @@ NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) 
         if (parse_v4(a, v4)) {
             if (have_v4) refuse("-a/--address", a, "a second IPv4 address");
             addr = v4;
-            prefix = up && up->address == v4 ? up->prefix : classful_prefix(v4);
+            prefix = up && up->contains(v4) ? up->prefix : classful_prefix(v4);
             have_v4 = true;
         } else if (parse_v6(a, a6)) {
             if (!ipv6_.empty()) refuse("-a/--address", a, "a second IPv6 address");
@@ -159,6 +159,18 @@ NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) 
     auto in_net = [&](uint32_t a) { return (a & mask) == network; };
     cidr_ = format_v4(network) + "/" + std::to_string(prefix);
     cfg_.cidr = cidr_.c_str();
+    // pasta's model where the namespace is on the host's network: its other
+    // addresses are the host's neighbours. An address elsewhere (what
+    // rootlesskit passes: 10.0.2.100/24) makes a network the host does not
+    // have: libslirp's virtual one, as slirp4netns's, so that nothing meant
+    // for it (the gateway with --no-map-gw) leaves the host.
+    const bool host_network = up && up->contains(addr) && up->prefix == prefix;
+    cfg_.network_model = host_network ? RKNP_NETWORK_MODEL_HOST : RKNP_NETWORK_MODEL_SLIRP;
+    const std::string why_host =
+        up ? "needs the namespace on the host's network " + up->cidr() +
+                 " (no -a, or an address of it)"
+           : std::string("needs the namespace on the host's network, and the host "
+                         "has no IPv4 default route");
     address_ = format_v4(addr);
     cfg_.guest_address = address_.c_str();
 
@@ -190,6 +202,8 @@ NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) 
         uint32_t v4 = 0;
         in6_addr a6{};
         if (parse_v4(d, v4)) {
+            if (!host_network && !in_net(v4))
+                refuse("--dns-forward", d, "outside " + cidr_ + ", " + why_host);
             dns_ = d;
             cfg_.dns_address = dns_.c_str();
         } else if (parse_v6(d, a6)) {
@@ -211,6 +225,7 @@ NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) 
         if (parse_v6(*v, a6))
             refuse(option, *v, "IPv6 mappings are not supported yet");
         if (!parse_v4(*v, v4)) refuse(option, *v, "not an IPv4 address");
+        if (!host_network) refuse(option, *v, why_host);
         keep = *v;
         field = keep.c_str();
     };

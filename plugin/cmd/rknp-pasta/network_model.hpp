@@ -5,7 +5,10 @@
 // --config-net) as an rknp_config in pasta's model
 // (RKNP_NETWORK_MODEL_HOST): by default the namespace gets the host's
 // upstream interface's name, IPv4 address, prefix and gateway, and the
-// network's other addresses are the host's neighbours. IPv6 stays rknp's
+// network's other addresses are the host's neighbours. An -a outside the
+// host's network (rootlesskit's 10.0.2.100/24) gets libslirp's virtual
+// network instead (RKNP_NETWORK_MODEL_SLIRP), where --map-guest-addr and a
+// --dns-forward outside the network are refused by name. IPv6 stays rknp's
 // fd00::/64 (gateway ::2, DNS ::3).
 #pragma once
 
@@ -26,6 +29,10 @@ struct Upstream {
     std::string ifname;
     uint32_t address = 0, gateway = 0; // host byte order
     int prefix = 0;
+
+    uint32_t mask() const { return prefix == 0 ? 0 : ~uint32_t(0) << (32 - prefix); }
+    bool contains(uint32_t a) const { return (a & mask()) == (address & mask()); }
+    std::string cidr() const; // "192.0.2.0/24"
 };
 std::optional<Upstream> host_upstream();
 
