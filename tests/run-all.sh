@@ -81,6 +81,8 @@ step "pasta compatibility: rknp-pasta as Podman runs pasta, and under rootlesski
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_pasta.sh"
 step "Podman 6.1 from Debian sid/experimental in a sid tree: real pasta, then rknp-pasta"
 BUILD_DIR=$BUILD "$ROOT/tests/sid/podman.sh"
+step "rootlesskit 2.0, dockerd-rootless.sh 28.5 and a k3s-style program in the sid tree: real, then rknp"
+BUILD_DIR=$BUILD "$ROOT/tests/sid/engines.sh"
 step "rootless Docker (docker.io 20.10): NET=plugin, and stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/docker_rootless.sh"
 step "Debian 12's kernel 6.1 in qemu: fast-path e2e cases, stream test, demo"
