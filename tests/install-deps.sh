@@ -19,6 +19,8 @@ PACKAGES=(
     linux-image-amd64 qemu-system-x86 kmod
     # tests/sid/tree.sh: the Debian sid tree with the modern engines.
     mmdebstrap
+    # tests/soak/plot.py: the soak run's PNG.
+    python3-matplotlib
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
