@@ -133,3 +133,21 @@ TEST_CASE("pasta network model: bad gateways are refused by name") {
     CHECK(refusal(o, host()) ==
           "-g/--gateway 198.51.100.1: not a host of the network 192.0.2.0/24");
 }
+
+TEST_CASE("pasta network model: rootlesskit 2.0's --no-dhcp and --no-ra") {
+    // rootlesskit 2.0-2.2: --foreground --no-dhcp --no-ra ... --ipv4-only,
+    // without --config-net (it configures tap0 itself).
+    Options o;
+    o.addresses = {"10.0.2.100"};
+    o.netmask = "24";
+    o.gateways = {"10.0.2.2"};
+    o.dns_forward = {"10.0.2.3"};
+    o.ipv4_only = true;
+    o.no_ra = true;
+    CHECK(NetworkModel(o, host()).get().enable_dhcp == 1); // without --no-dhcp
+    o.no_dhcp = true;
+    CHECK(NetworkModel(o, host()).get().enable_dhcp == 0);
+    o.ipv4_only = false;
+    CHECK(refusal(o, host()) == "--no-ra: rknp-pasta's IPv6 network is configured by "
+                                "router advertisements; add -4/--ipv4-only");
+}

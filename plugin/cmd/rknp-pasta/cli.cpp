@@ -55,6 +55,10 @@ void usage(const char *argv0) {
         "  -4, --ipv4-only         IPv4 only (default: IPv6 too)\n"
         "      --config-net        configure the interface (address, route,\n"
         "                          link up); else it is left to DHCP/SLAAC\n"
+        "      --no-dhcp           no DHCP server (the caller configures the\n"
+        "                          interface, as rootlesskit 2.0-2.2 does)\n"
+        "      --no-ra             no router advertisements: with -4 only\n"
+        "                          (rknp's IPv6 network is configured by them)\n"
         "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
         "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
         "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M\n"
@@ -98,6 +102,8 @@ enum : int {
     kMapGuestAddr,
     kMapHostLoopback,
     kConfigNet,
+    kNoDhcp,
+    kNoRa,
     kUserns,
     kNetns,
     kNetnsOnly,
@@ -112,8 +118,8 @@ enum : int {
 constexpr const char *kUnsupportedLong[] = {
     "log-size", "runas", "fd", "pcap", "mac-addr", "interface",
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
-    "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-dhcp", "no-ndp",
-    "no-dhcpv6", "no-ra", "ipv6-only", "socket", "socket-path",
+    "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-ndp",
+    "no-dhcpv6", "ipv6-only", "socket", "socket-path",
     "no-splice", "freebind", "no-copy-routes", "no-copy-addrs",
 };
 
@@ -144,6 +150,8 @@ Options parse_args(int argc, char *const argv[]) {
         {"map-host-loopback", required_argument, nullptr, kMapHostLoopback},
         {"ipv4-only", no_argument, nullptr, '4'},
         {"config-net", no_argument, nullptr, kConfigNet},
+        {"no-dhcp", no_argument, nullptr, kNoDhcp},
+        {"no-ra", no_argument, nullptr, kNoRa},
         {"tcp-ports", required_argument, nullptr, 't'},
         {"udp-ports", required_argument, nullptr, 'u'},
         {"tcp-ns", required_argument, nullptr, 'T'},
@@ -234,6 +242,12 @@ Options parse_args(int argc, char *const argv[]) {
             break;
         case kConfigNet:
             o.config_net = true;
+            break;
+        case kNoDhcp:
+            o.no_dhcp = true;
+            break;
+        case kNoRa:
+            o.no_ra = true;
             break;
         case 't':
             o.tcp.push_back(optarg);

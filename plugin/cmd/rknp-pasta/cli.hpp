@@ -41,6 +41,8 @@ struct Options {
     std::optional<std::string> map_host_loopback; // --map-host-loopback
     bool ipv4_only = false;               // -4
     bool config_net = false;              // --config-net
+    bool no_dhcp = false;                 // --no-dhcp
+    bool no_ra = false;                   // --no-ra (only with -4)
 
     // -t, -u, -T, -U as given (several of each accumulate); none given:
     // pasta's default, "auto" for -t and -u.

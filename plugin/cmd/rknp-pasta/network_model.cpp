@@ -261,8 +261,14 @@ NetworkModel::NetworkModel(const Options &o, const std::optional<Upstream> &up) 
     }
     cfg_.disable_host_loopback = o.no_map_gw;
     // Without --config-net the namespace configures itself: pasta answers
-    // DHCP (and NDP), so libslirp's DHCP server does.
-    cfg_.enable_dhcp = o.config_net ? 0 : 1;
+    // DHCP (and NDP), so libslirp's DHCP server does, unless --no-dhcp
+    // (rootlesskit 2.0-2.2 configure the interface themselves).
+    cfg_.enable_dhcp = o.config_net || o.no_dhcp ? 0 : 1;
+    // libslirp advertises rknp's IPv6 network with no way to stop it; with
+    // IPv6 off there is nothing to advertise.
+    if (o.no_ra && !o.ipv4_only)
+        throw cmd::Failure("--no-ra: rknp-pasta's IPv6 network is configured by "
+                           "router advertisements; add -4/--ipv4-only");
 }
 
 } // namespace pasta
