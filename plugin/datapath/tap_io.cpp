@@ -59,7 +59,10 @@ TapRead TapIo::read_frame(std::span<uint8_t> buf, size_t &len) {
 
 void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                         std::span<const uint8_t> rest) {
-    if (!tap_) {
+    // A frame that needs offloads (a partial checksum, GSO) cannot go to a
+    // tap without vnet headers: a path's frame while the tap lacks them
+    // (a forward's SYN; forwards_to_slirp moves the forwards away).
+    if (!tap_ || (!vnet_hdr_ && (h.flags != 0 || h.gso_type != 0))) {
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
@@ -79,7 +82,8 @@ void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
 
 void TapIo::write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
                               std::span<const iovec> rest) {
-    if (!tap_ || rest.size() > kMaxParts) {
+    if (!tap_ || rest.size() > kMaxParts ||
+        (!vnet_hdr_ && (h.flags != 0 || h.gso_type != 0))) { // as write_frame
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
@@ -95,17 +99,6 @@ void TapIo::write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
         Stats::add(stats_.frames_dropped, 1);
         return;
     }
-    Stats::add(stats_.frames_to_tap, 1);
-    Stats::add(stats_.bytes_to_tap, bytes);
-}
-
-void TapIo::write_iov(std::span<const iovec> iov) {
-    if (!tap_ || ::writev(tap_.get(), iov.data(), int(iov.size())) < 0) {
-        Stats::add(stats_.frames_dropped, 1);
-        return;
-    }
-    size_t bytes = 0;
-    for (size_t i = 1; i < iov.size(); ++i) bytes += iov[i].iov_len;
     Stats::add(stats_.frames_to_tap, 1);
     Stats::add(stats_.bytes_to_tap, bytes);
 }

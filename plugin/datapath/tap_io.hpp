@@ -53,10 +53,6 @@ public:
                            std::span<const iovec> rest) override;
     static constexpr size_t kMaxParts = 64;
 
-    // A frame given as iovecs, its vnet header first (the TCP fast path's
-    // batch); the tap must have vnet headers.
-    void write_iov(std::span<const iovec> iov);
-
     // Whether the tap takes UDP GSO frames (VIRTIO_NET_HDR_GSO_UDP_L4,
     // Linux >= 6.2; older kernels refuse the write with EINVAL). Asks by
     // writing one such frame addressed to a MAC no guest has, which the

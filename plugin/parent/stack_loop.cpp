@@ -124,6 +124,7 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     fc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, false); };
     fc.clock = [this] { return now_ms_; };
     fc.shared_epoll_fd = events_.get();
+    fc.guest = &tap_; // one way out, as for every path
     // Throws RKNP_ERR_UNSUPPORTED for tcp_peek_mode offset on a kernel
     // without SO_PEEK_OFF for TCP: the start fails with that message.
     auto fast = std::make_unique<tcp::FastPath>(std::move(fc));
@@ -182,18 +183,6 @@ void StackLoop::watch_tap() {
 
 void StackLoop::unwatch_tap() {
     if (tap_.attached()) (void)loop_events_.remove(tap_.fd());
-}
-
-void StackLoop::flush_fast_path() {
-    if (!fast_) return; // a UDP fast path alone writes its own frames
-    tcp::GuestFrames &out = fast_->frames();
-    // Only a forward's SYN can be produced without a guest frame; a tap
-    // without vnet headers must not get it (forwards_to_slirp covers that).
-    if (tap_.vnet_hdr())
-        for (size_t i = 0; i < out.size(); ++i) tap_.write_iov(out.iov(i));
-    else if (!out.empty())
-        Stats::add(stats_.frames_dropped, out.size());
-    out.clear();
 }
 
 void StackLoop::publish_stats() {
@@ -331,9 +320,7 @@ void StackLoop::drain_tap(int budget) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
         case TapRead::Frame:
-            if (ingress_.input({frame_.data(), len}, tap_.vnet_hdr(),
-                               now_ms_) == GuestIngress::Outcome::Path)
-                flush_fast_path();
+            ingress_.input({frame_.data(), len}, tap_.vnet_hdr(), now_ms_);
             break;
         case TapRead::Truncated: // counted by TapIo; no real frame is that long
         case TapRead::DropOne:   // one bad frame, the tap is fine
@@ -389,10 +376,7 @@ void StackLoop::run() {
         for (Path *p : paths_) {
             const std::span<const epoll_event> evs = events.of(p->event_owner());
             bool &before = ready_before_[size_t(p->event_owner())];
-            if (!evs.empty()) {
-                p->handle_events(evs, before);
-                flush_fast_path();
-            }
+            if (!evs.empty()) p->handle_events(evs, before);
             before = !evs.empty();
         }
         // A tap readable two rounds running is in a burst: read it dry
@@ -405,7 +389,6 @@ void StackLoop::run() {
         tap_ready_before_ = tap_ready;
         slirp_.run_timers(now_ms_);
         for (Path *p : paths_) p->run_timers(now_ms_);
-        flush_fast_path();
         if (has_ref(events.of(EventOwner::Loop), kWakeRef)) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);

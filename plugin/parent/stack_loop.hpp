@@ -96,8 +96,6 @@ private:
     // watch_tap detaches the tap and throws Error if epoll_ctl fails.
     void watch_tap();
     void unwatch_tap();
-    // Writes the fast path's batch to the tap and empties it.
-    void flush_fast_path();
     // Gauges and the fast path's counters into Stats, once a round; a
     // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();

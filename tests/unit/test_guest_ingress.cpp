@@ -3,7 +3,8 @@
 // GuestIngress, the one chain from a tap frame to the fast path or
 // libslirp: what each kind of frame becomes and the Stats it leaves
 // (the counts the stack loop has always kept), with a recording stand-in
-// for libslirp and, for the fast path, a real FastPath.
+// for libslirp and, for the fast paths, real ones; and that the clients of
+// forwards never spend the guest's budget.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -12,6 +13,8 @@
 #include "ipv4_datagram.hpp"
 #include "parent/guest_ingress.hpp"
 #include "slirp_rig.hpp"
+#include "tcp_sim_forward.hpp"
+#include "udp_rig.hpp"
 
 using namespace rknp;
 using namespace tcpsim;
@@ -182,9 +185,110 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
     CHECK((r.fast->frames().headers(0)[14 + 20 + 13] & kRst) != 0);
 }
 
+TEST_CASE("guest ingress: the TCP path writes its frames to its sink, one way out") {
+    struct Sink final : GuestSink {
+        std::vector<Bytes> frames;
+        void write_frame(const VnetHdr &, std::span<const uint8_t> f,
+                         std::span<const uint8_t> rest) override {
+            Bytes b(f.begin(), f.end());
+            b.insert(b.end(), rest.begin(), rest.end());
+            frames.push_back(std::move(b));
+        }
+    } sink;
+    Stats stats;
+    FlowLimits limits(10, 1000, stats, 1000);
+    FastPathConfig c = Sim::base_config();
+    c.guest = &sink;
+    c.admit_flow = [] { return Admission::Reset; }; // answered at once: an RST
+    FastPath fast(std::move(c));
+    GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits, {&fast},
+                         [](std::span<const uint8_t>) {});
+    Listener l;
+    Bytes raw = with_vnet(syn_frame(40000, l.port));
+    CHECK(ingress.input(raw, true, 1000) == Outcome::Path);
+    // The RST went out through the sink before the call returned.
+    REQUIRE(sink.frames.size() == 1);
+    CHECK((sink.frames[0][14 + 20 + 13] & kRst) != 0);
+    CHECK(fast.frames().empty());
+}
+
 TEST_CASE("guest ingress: fast-path admission is FlowLimits' verdict") {
     Rig r(100, 1);
     CHECK(r.ingress.admit_flow(r.now, false) == Admission::Accept);
     CHECK(r.ingress.admit_flow(r.now, false) == Admission::Drop); // rate
     CHECK(r.stats.flows_rate_limited.load() == 1);
+}
+
+TEST_CASE("guest ingress: clients of forwards never spend the guest's budget (TCP, UDP, "
+          "DNS, ping)") {
+    // A TCP and a UDP forward flooded from many source ports, with the
+    // guest's limits at max_flows 8 (4 for UDP and ICMP): the guest still
+    // gets its TCP, UDP and ping flows admitted and its DNS to libslirp.
+    Stats stats;
+    FlowLimits limits(8, 1000, stats, 1000);
+    GuestIngress *in = nullptr;
+    FastPathConfig tc = Sim::base_config();
+    tc.max_flows = 8;
+    tc.forward_flows = 16;
+    tc.forward_flows_each = 8;
+    Sim *self = nullptr;
+    tc.admit_flow = [&] { return in->admit_flow(self->now, false); };
+    Sim sim(tc);
+    self = &sim;
+    udp::FastPathConfig uc = udptest::Rig::config(65520, true);
+    uc.max_flows = 8;
+    uc.forward_clients = 32;
+    uc.forward_clients_each = 16;
+    uc.clock = [&] { return sim.now; };
+    uc.admit_flow = [&] { return in->admit_flow(sim.now, true); };
+    udptest::Collector udp_out;
+    udp::FastPath udp(uc, udp_out);
+    std::vector<Bytes> to_libslirp;
+    GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
+                         {sim.fp.get(), &udp}, [&](std::span<const uint8_t> f) {
+                             to_libslirp.emplace_back(f.begin(), f.end());
+                         });
+    in = &ingress;
+    // The forwards, and the guest's MAC for both paths.
+    const uint16_t tport = free_port();
+    REQUIRE(add(sim, tport) == 0);
+    guest_arp_reply(sim);
+    const uint16_t uport = udptest::HostSocket(false).port;
+    const sockaddr_storage uhost = loopback(uport);
+    REQUIRE(udp.add_forward(reinterpret_cast<const sockaddr *>(&uhost), len_of(false), kGuest4,
+                            5353) == 0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    const Bytes ask = udptest::guest_datagram(false, udptest::kGuest4, dns, 40000, 53,
+                                              udptest::pattern(20, 1));
+    REQUIRE(udp.guest_frame(ask) == Verdict::NotMine);
+    // 16 TCP clients and 40 UDP ones, none answered by the guest.
+    std::vector<int> tcp_clients;
+    for (int i = 0; i < 16; ++i) {
+        uint16_t cp = 0;
+        tcp_clients.push_back(client(tport, &cp));
+        REQUIRE(tcp_clients.back() >= 0);
+        sim.pump(2);
+    }
+    for (int i = 0; i < 40; ++i) {
+        udptest::HostSocket s(false);
+        REQUIRE(::sendto(s.fd.get(), "x", 1, 0, reinterpret_cast<const sockaddr *>(&uhost),
+                         len_of(false)) == 1);
+        pollfd p{udp.epoll_fd(), POLLIN, 0};
+        while (::poll(&p, 1, 20) == 1) udp.poll_events();
+    }
+    for (int i = 0; i < 20; ++i) sim.pump(2);
+    CHECK(sim.fp->forward_flows() == 8);
+    CHECK(udp.forward_flows() == 16);
+    CHECK(ingress.path_flows() == 0);
+    CHECK(limits.host_sockets(ingress.path_flows()) == 0);
+    CHECK(stats.flows_refused.load() == 0);
+    // What the guest asks for next: a TCP flow, a UDP flow or an echo
+    // entry (both lingering), and DNS through libslirp.
+    CHECK(ingress.admit_flow(sim.now, false) == Admission::Accept);
+    CHECK(ingress.admit_flow(sim.now, true) == Admission::Accept);
+    Bytes raw = ask;
+    CHECK(ingress.input(raw, false, sim.now) == Outcome::Libslirp);
+    CHECK(to_libslirp.size() == 1);
+    CHECK(stats.flows_refused.load() == 0);
+    for (int fd : tcp_clients) ::close(fd);
 }

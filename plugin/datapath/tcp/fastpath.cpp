@@ -151,6 +151,7 @@ void FastPath::open_flow(const Segment &s, Route r) {
 }
 
 Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
+    const FlushOnReturn flush{*this};
     learn_guest_mac(frame);
     Segment s;
     switch (parse_segment(frame, s)) {
@@ -215,6 +216,7 @@ void FastPath::poll_events() {
 }
 
 void FastPath::handle_events(std::span<const epoll_event> evs, bool) {
+    const FlushOnReturn flush{*this};
     const size_t n = evs.size();
     // Postponed work first: it has waited longest.
     for (size_t i = 0; i < n; ++i) {
@@ -249,6 +251,7 @@ int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
 }
 
 void FastPath::run_timers(int64_t now_ms) {
+    const FlushOnReturn flush{*this};
     if (listeners_resume_at_ >= 0 && now_ms >= listeners_resume_at_) resume_listeners();
     // Held frames whose gap did not fill: the flow drops them and asks the
     // guest for the gap with a duplicate ACK, as without the stash.
@@ -266,6 +269,7 @@ void FastPath::run_timers(int64_t now_ms) {
 }
 
 void FastPath::tap_detached() {
+    const FlushOnReturn flush{*this};
     const int64_t t = now();
     for (uint32_t idx = 0; idx < table_.slots() && table_.open_flows() != 0; ++idx) {
         if (table_[idx].closed()) continue;
@@ -317,6 +321,13 @@ void FastPath::send_arp(const uint8_t guest[16]) {
     std::memcpy(f + 38, guest + 12, 4);
     out_.append_raw(f);
     ++stats_.arp_requests;
+}
+
+void FastPath::flush_to_guest() {
+    if (cfg_.guest == nullptr) return;
+    for (size_t i = 0; i < out_.size(); ++i)
+        cfg_.guest->write_frame(out_.vnet(i), out_.headers(i), out_.payload(i));
+    out_.clear();
 }
 
 void FastPath::publish(Stats &s) const {

@@ -87,8 +87,10 @@ public:
     int64_t ms_until_next_timer(int64_t now_ms) const override;
     void run_timers(int64_t now_ms) override;
 
-    // Guest-bound frames produced by the calls above; the loop writes them
-    // (one writev each) and clear()s the batch after every call.
+    // Guest-bound frames produced by the calls above: written to
+    // cfg.guest at the end of each call (one writev each, the payload
+    // where it was peeked into), or kept here without one, for the
+    // caller to read and clear().
     GuestFrames &frames() { return out_; }
 
     // A TCP forward: listens on host (SO_REUSEADDR, IPV6_V6ONLY for IPv6,
@@ -136,6 +138,13 @@ private:
 
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
+    // The batch to cfg_.guest (when there is one), at the end of every
+    // public call that may fill it.
+    void flush_to_guest();
+    struct FlushOnReturn {
+        FastPath &path;
+        ~FlushOnReturn() { path.flush_to_guest(); }
+    };
     FlowContext ctx(int64_t now_ms) {
         return FlowContext{out_, stats_, events_, now_ms, cfg_.mtu, peek_};
     }

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "datapath/flows/route.hpp"
+#include "datapath/guest_sink.hpp"
 
 namespace rknp::tcp {
 
@@ -47,6 +48,10 @@ struct FastPathConfig : VirtualNet {
     // The stack loop's epoll set, shared with its other sources
     // (EventSource); -1: a set of its own, which poll_events() waits on.
     int shared_epoll_fd = -1;
+    // Where the guest-bound batch goes at the end of every call (the tap
+    // in the stack, as for every path: one way out); nullptr keeps it in
+    // frames() for the caller (tests read it there).
+    GuestSink *guest = nullptr;
     // For tests: answers "does the kernel have SO_PEEK_OFF for TCP?"
     // instead of the probe (e.g. a kernel before 6.9 on a newer one).
     std::function<bool()> peek_off_probe;
