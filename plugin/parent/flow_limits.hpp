@@ -35,8 +35,8 @@
 
 #include "common/addr.hpp"
 #include "common/stats.hpp"
+#include "datapath/flows/token_bucket.hpp"
 #include "slirp/guest_sockets.hpp"
-#include "parent/token_bucket.hpp"
 
 namespace rknp {
 

@@ -66,6 +66,12 @@ tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
     return f;
 }
 
+// The flows of forwarded ports, apart from the guest's max_flows (strangers
+// on a published port must not use up what the guest may open): a quarter
+// of it, so that with max_flows lowered for RLIMIT_NOFILE (three quarters
+// of it) the forwards' TCP connections still leave fds free.
+size_t forwarded_flows(uint32_t max_flows) { return std::max<size_t>(max_flows / 4, 1); }
+
 // The loop's epoll set.
 UniqueFd make_event_set() {
     UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
@@ -119,9 +125,12 @@ std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
     tcp::FastPathConfig fc = fast_path_config(cfg_);
-    // Called for guest SYNs and connections accepted on forwarded ports,
-    // both only once ingress_ exists.
+    // Called for guest SYNs only once ingress_ exists; connections accepted
+    // on forwarded ports have bounds of their own.
     fc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, false); };
+    fc.forward_flows = forwarded_flows(cfg_.max_flows);
+    fc.forward_flows_each = std::max<size_t>(fc.forward_flows / 2, 1);
+    fc.forward_new_per_sec = cfg_.max_new_flows_per_sec;
     fc.clock = [this] { return now_ms_; };
     fc.shared_epoll_fd = events_.get();
     fc.guest = &tap_; // one way out, as for every path
@@ -144,8 +153,11 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     uc.max_flows = cfg_.max_flows;
     uc.mtu = cfg_.mtu;
     // Called for a guest datagram on a new 4-tuple, only once ingress_
-    // exists.
+    // exists; never for a forward's clients, which have their own pool.
     uc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, true); };
+    uc.forward_clients = forwarded_flows(cfg_.max_flows);
+    uc.forward_clients_each = std::max<size_t>(uc.forward_clients / 2, 1);
+    uc.forward_new_per_sec = cfg_.max_new_flows_per_sec;
     uc.clock = [this] { return now_ms_; };
     uc.shared_epoll_fd = events_.get();
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);

@@ -36,7 +36,8 @@ TEST_CASE_FIXTURE(Forwarded,
     CHECK(syn.seg.dport == kGuestPort);
     CHECK(sim.fp->stats().forward_accepted == 1);
     CHECK(sim.fp->stats().forward_established == 1);
-    CHECK(sim.fp->flows() == 1);
+    CHECK(sim.fp->forward_flows() == 1);
+    CHECK(sim.fp->flows() == 0); // not the guest's
 
     Bytes up = pattern(3 << 20, 11);
     CHECK(guest_to_host(sim, g, c, up, 60000) == up);
@@ -149,9 +150,9 @@ TEST_CASE_FIXTURE(Forwarded,
         CHECK(again.seg.seq == isn);
         gap = std::min<int64_t>(gap * 2, Flow::kRtoMaxMs);
     }
-    CHECK(sim.fp->flows() == 1);
+    CHECK(sim.fp->forward_flows() == 1);
     sim.advance(gap);
-    CHECK(sim.fp->flows() == 0);
+    CHECK(sim.fp->forward_flows() == 0);
     CHECK(sim.fp->stats().forward_syn_timeouts == 1);
     CHECK(recv_error(c) == ECONNRESET);
     ::close(c);
@@ -219,9 +220,9 @@ TEST_CASE("tcp_forward: a port in use is EADDRINUSE; IPv6 loopback forwards to t
     ::close(c);
 }
 
-TEST_CASE("tcp_forward: a full flow table resets the accepted connection at once") {
+TEST_CASE("tcp_forward: all forwards' slots taken, the accepted connection is reset at once") {
     FastPathConfig cfg = Sim::base_config();
-    cfg.max_flows = 1;
+    cfg.forward_flows = 1;
     Sim sim(cfg);
     uint16_t port = free_port();
     REQUIRE(add(sim, port) == 0);
@@ -233,9 +234,10 @@ TEST_CASE("tcp_forward: a full flow table resets the accepted connection at once
     int c2 = client(port, &p2);
     REQUIRE(c2 >= 0);
     CHECK(pumped_recv_error(sim, c2) == ECONNRESET);
-    CHECK(sim.fp->stats().flows_refused == 1);
+    CHECK(sim.fp->stats().forward_full == 1);
     CHECK(sim.fp->stats().forward_refused == 1);
-    CHECK(sim.fp->flows() == 1);
+    CHECK(sim.fp->stats().flows_refused == 0); // the guest's count
+    CHECK(sim.fp->forward_flows() == 1);
     ::close(c2);
     ::close(c1);
 }

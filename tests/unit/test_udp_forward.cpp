@@ -5,10 +5,13 @@
 // client as it sees it (the gateway for loopback), its replies reach the
 // client from the forward's address (on a wildcard forward, the address
 // the client sent to); one flow per client, IPv6 listeners,
-// EADDRINUSE, removal, admission, clashes, idle expiry, the guest's MAC.
+// EADDRINUSE, removal, the forwards' own pool (never the guest's flows),
+// clashes, idle expiry, the guest's MAC.
 #include <doctest/doctest.h>
 
 #include <cerrno>
+
+#include "parent/flow_limits.hpp"
 
 #include "../lib/udp_segment.hpp"
 #include "own_netns.hpp"
@@ -119,7 +122,8 @@ TEST_CASE("udp_forward: a loopback client reaches the guest and its reply comes 
     REQUIRE(rig.poll_host());
     REQUIRE(rig.guest.out.size() == 1);
     check_to_guest(rig.guest.out[0], client.port, ask);
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
+    CHECK(rig.path.flows() == 0); // not the guest's
     CHECK(rig.reply(client.port, answer) == Verdict::Consumed);
     sockaddr_storage from{};
     std::optional<Bytes> got = client.recv(&from);
@@ -134,7 +138,7 @@ TEST_CASE("udp_forward: a loopback client reaches the guest and its reply comes 
     REQUIRE(rig.poll_host());
     REQUIRE(rig.guest.out.size() == 2);
     check_to_guest(rig.guest.out[1], client.port, ask);
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
     CHECK(rig.path.stats().flows_opened == 1);
     CHECK(rig.path.stats().datagrams_to_host == 1);
     CHECK(rig.path.stats().datagrams_to_guest == 2);
@@ -149,7 +153,7 @@ TEST_CASE("udp_forward: each client gets its own flow and only its replies") {
     REQUIRE(rig.guest.out.size() == 2);
     check_to_guest(rig.guest.out[0], a.port, pattern(10, 1));
     check_to_guest(rig.guest.out[1], b.port, pattern(20, 2));
-    CHECK(rig.path.flows() == 2);
+    CHECK(rig.path.forward_flows() == 2);
     CHECK(rig.reply(b.port, pattern(30, 3)) == Verdict::Consumed);
     CHECK(rig.reply(a.port, pattern(40, 4)) == Verdict::Consumed);
     std::optional<Bytes> got_a = a.recv(), got_b = b.recv();
@@ -219,10 +223,10 @@ TEST_CASE("udp_forward: removal closes the socket and the forward's flows (as li
     HostSocket client(false);
     rig.send_from(client, pattern(10, 1));
     REQUIRE(rig.poll_host());
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
     CHECK(rig.path.remove_forward(reinterpret_cast<sockaddr *>(&rig.host), rig.host_len));
     CHECK(rig.path.forwards() == 0);
-    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forward_flows() == 0);
     CHECK(rig.path.ms_until_next_timer(rig.now) == -1);
     CHECK_FALSE(rig.path.remove_forward(reinterpret_cast<sockaddr *>(&rig.host), rig.host_len));
     // The port is free again.
@@ -230,24 +234,53 @@ TEST_CASE("udp_forward: removal closes the socket and the forward's flows (as li
     CHECK(::bind(s.get(), reinterpret_cast<sockaddr *>(&rig.host), rig.host_len) == 0);
 }
 
-TEST_CASE("udp_forward: a refused client costs no flow and is counted") {
-    Admission answer = Admission::Reset;
-    FwdRig rig(false, [&] { return answer; });
-    HostSocket client(false);
-    rig.send_from(client, pattern(10, 1));
-    REQUIRE(rig.poll_host());
-    CHECK(rig.guest.out.empty());
-    CHECK(rig.path.flows() == 0);
-    CHECK(rig.path.stats().flows_refused == 1);
-    answer = Admission::Accept;
-    rig.send_from(client, pattern(10, 2));
-    REQUIRE(rig.poll_host());
-    REQUIRE(rig.guest.out.size() == 1);
-    check_to_guest(rig.guest.out[0], client.port, pattern(10, 2));
-    CHECK(rig.path.flows() == 1);
+TEST_CASE("udp_forward: a new client over its forward's rate is dropped, the guest's "
+          "admission never asked") {
+    int asked = 0;
+    Collector guest;
+    udp::FastPathConfig c = Rig::config(65520, true);
+    c.admit_flow = [&] {
+        ++asked;
+        return Admission::Reset;
+    };
+    c.forward_new_per_sec = 2; // a burst of 2, then one each 500 ms
+    int64_t now = 1000;
+    c.clock = [&] { return now; };
+    udp::FastPath path(c, guest);
+    const uint16_t port = free_port(false);
+    socklen_t len;
+    sockaddr_storage host = loopback(false, port, len);
+    REQUIRE(path.add_forward(reinterpret_cast<sockaddr *>(&host), len, kGuestHost4, kGuestPort) ==
+            0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53, pattern(4, 0))) ==
+            Verdict::NotMine);
+    HostSocket a(false), b(false), d(false);
+    auto send = [&](HostSocket &s) {
+        REQUIRE(::sendto(s.fd.get(), "x", 1, 0, reinterpret_cast<sockaddr *>(&host), len) == 1);
+        pollfd p{path.epoll_fd(), POLLIN, 0};
+        REQUIRE(::poll(&p, 1, 2000) == 1);
+        path.poll_events();
+    };
+    send(a);
+    send(b);
+    send(d);
+    CHECK(guest.out.size() == 2);
+    CHECK(path.forward_flows() == 2);
+    CHECK(path.stats().forward_rate_limited == 1);
+    CHECK(asked == 0);
+    // A known client is no new one; the refused one gets in once a token
+    // came.
+    send(a);
+    CHECK(guest.out.size() == 3);
+    now += 500;
+    send(d);
+    CHECK(guest.out.size() == 4);
+    CHECK(path.forward_flows() == 3);
+    CHECK(asked == 0);
 }
 
-TEST_CASE("udp_forward: a client clashing with a flow the guest opened is dropped") {
+TEST_CASE("udp_forward: a client whose 4-tuple a flow the guest opened has gets another port") {
     FwdRig rig;
     HostSocket client(false);
     // The guest's end talks to 10.0.2.2:<client port> on its own.
@@ -256,9 +289,163 @@ TEST_CASE("udp_forward: a client clashing with a flow the guest opened is droppe
     CHECK(rig.path.flows() == 1);
     rig.send_from(client, pattern(10, 2));
     REQUIRE(rig.poll_host());
-    CHECK(rig.guest.out.empty());
-    CHECK(rig.path.stats().forward_clashes == 1);
-    CHECK(rig.path.flows() == 1);
+    REQUIRE(rig.guest.out.size() == 1);
+    const Bytes f = completed(rig.guest.out[0]);
+    const uint16_t seen = be16(f.data() + 34);
+    CHECK(seen != client.port);
+    CHECK(seen >= 1024);
+    CHECK(rig.path.stats().forward_remapped == 1);
+    CHECK(rig.path.forward_flows() == 1);
+    // The guest's reply to that port reaches the client; its own flow goes
+    // on as before (to the host's loopback port, the client's).
+    CHECK(rig.reply(seen, pattern(10, 3)) == Verdict::Consumed);
+    sockaddr_storage from{};
+    std::optional<Bytes> got = client.recv(&from);
+    REQUIRE(got);
+    CHECK(*got == pattern(10, 3));
+    CHECK(port_of(from) == rig.port);
+    CHECK(rig.reply(client.port, pattern(10, 4)) == Verdict::Consumed);
+    got = client.recv(&from);
+    REQUIRE(got);
+    CHECK(*got == pattern(10, 4));
+    CHECK(port_of(from) != rig.port);
+}
+
+TEST_CASE("udp_forward: loopback clients the gateway makes one get ports of their own") {
+    // 127.0.0.1:P and [::1]:P forwarded to one guest end, a client on each
+    // from the same port number: both come from 10.0.2.2 as the guest sees
+    // them, so one of them must come from another port, and each reply
+    // must reach its own client.
+    FwdRig rig;
+    socklen_t len6;
+    sockaddr_storage host6{};
+    uint16_t port6 = 0;
+    for (int attempt = 0; attempt < 10 && port6 == 0; ++attempt) {
+        const uint16_t p = free_port(true);
+        host6 = loopback(true, p, len6);
+        if (rig.path.add_forward(reinterpret_cast<sockaddr *>(&host6), len6, kGuestHost4,
+                                 kGuestPort) == 0)
+            port6 = p;
+    }
+    REQUIRE(port6 != 0);
+    // Two clients on one port number, one each family.
+    std::optional<HostSocket> a;
+    UniqueFd b;
+    for (int attempt = 0; attempt < 20 && !b; ++attempt) {
+        a.emplace(false);
+        socklen_t l;
+        sockaddr_storage same = loopback(true, a->port, l);
+        b.reset(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        if (::bind(b.get(), reinterpret_cast<sockaddr *>(&same), l) != 0) b.reset();
+    }
+    REQUIRE(b);
+    const uint16_t cport = a->port;
+    rig.send_from(*a, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    REQUIRE(::sendto(b.get(), "six", 3, 0, reinterpret_cast<sockaddr *>(&host6), len6) == 3);
+    while (rig.guest.out.size() < 2 && rig.poll_host()) {}
+    REQUIRE(rig.guest.out.size() == 2);
+    const uint16_t seen_a = be16(completed(rig.guest.out[0]).data() + 34);
+    const uint16_t seen_b = be16(completed(rig.guest.out[1]).data() + 34);
+    CHECK(seen_a == cport);
+    CHECK(seen_b != cport);
+    CHECK(rig.path.stats().forward_clashes == 0);
+    CHECK(rig.reply(seen_b, pattern(7, 2)) == Verdict::Consumed);
+    CHECK(rig.reply(seen_a, pattern(8, 3)) == Verdict::Consumed);
+    std::optional<Bytes> got_a = a->recv();
+    REQUIRE(got_a);
+    CHECK(*got_a == pattern(8, 3));
+    pollfd p{b.get(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 2000) == 1);
+    uint8_t buf[64];
+    CHECK(::recv(b.get(), buf, sizeof buf, 0) == 7);
+    CHECK(Bytes(buf, buf + 7) == pattern(7, 2));
+}
+
+TEST_CASE("udp_forward: a spray of clients never takes the guest's flows; the forward's "
+          "pool stays bounded, answered clients keep working") {
+    // The guest's own limits as the stack loop has them: max_flows 8 (4 for
+    // UDP), a rate of 1000 new flows a second shared with TCP.
+    Stats stats;
+    FlowLimits limits(8, 1000, stats, 1000);
+    Collector guest;
+    udp::FastPathConfig c = Rig::config(65520, true);
+    int64_t now = 1000;
+    c.clock = [&] { return now; };
+    udp::FastPath *self = nullptr;
+    c.admit_flow = [&] {
+        const size_t n = self->flows();
+        return limits.admit(n, uint64_t(now), true, n) == FlowLimits::Admit::Ok
+                   ? Admission::Accept
+                   : Admission::Reset;
+    };
+    c.forward_clients = 64;
+    c.forward_clients_each = 16;
+    udp::FastPath path(c, guest);
+    self = &path;
+    const uint16_t port = free_port(false);
+    socklen_t len;
+    sockaddr_storage host = loopback(false, port, len);
+    REQUIRE(path.add_forward(reinterpret_cast<sockaddr *>(&host), len, kGuestHost4, kGuestPort) ==
+            0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53, pattern(4, 0))) ==
+            Verdict::NotMine);
+    auto drain = [&] {
+        pollfd p{path.epoll_fd(), POLLIN, 0};
+        while (::poll(&p, 1, 50) == 1) path.poll_events();
+    };
+    auto reply = [&](uint16_t to, const Bytes &data) {
+        const Verdict v = path.guest_frame(
+            guest_datagram(false, kGuest4, kGateway4, kGuestPort, to, data));
+        path.flush();
+        return v;
+    };
+    // A client the guest's service answers.
+    HostSocket known(false);
+    REQUIRE(::sendto(known.fd.get(), "hi", 2, 0, reinterpret_cast<sockaddr *>(&host), len) == 2);
+    drain();
+    REQUIRE(guest.out.size() == 1);
+    REQUIRE(reply(known.port, pattern(5, 1)) == Verdict::Consumed);
+    REQUIRE(known.recv());
+    // 200 new source ports, 25 times max_flows, none answered.
+    for (int i = 0; i < 200; ++i) {
+        HostSocket s(false);
+        REQUIRE(::sendto(s.fd.get(), "spray", 5, 0, reinterpret_cast<sockaddr *>(&host), len) ==
+                5);
+        if (i % 8 == 7) drain();
+        now += 1;
+    }
+    drain();
+    CHECK(path.stats().forward_datagrams == 201);
+    CHECK(path.forward_flows() == 16);
+    CHECK(path.stats().forward_evicted >= 150); // 185 but for ports the kernel gave twice
+    CHECK(path.flows() == 0);
+    CHECK(stats.flows_refused.load() == 0);
+    CHECK(stats.flows_rate_limited.load() == 0);
+    // The answered client still reaches the guest, and the guest it.
+    const size_t before = guest.out.size();
+    REQUIRE(::sendto(known.fd.get(), "again", 5, 0, reinterpret_cast<sockaddr *>(&host), len) ==
+            5);
+    drain();
+    REQUIRE(guest.out.size() == before + 1);
+    check_to_guest(guest.out.back(), known.port, Bytes{'a', 'g', 'a', 'i', 'n'});
+    REQUIRE(reply(known.port, pattern(6, 2)) == Verdict::Consumed);
+    std::optional<Bytes> got = known.recv();
+    REQUIRE(got);
+    CHECK(*got == pattern(6, 2));
+    // The guest still opens flows of its own: UDP here, and a TCP SYN or
+    // a libslirp socket would get the same admission.
+    for (uint16_t sport = 41000; sport < 41004; ++sport) {
+        HostSocket srv(false);
+        REQUIRE(path.guest_frame(guest_datagram(false, kGuest4, kGateway4, sport, srv.port,
+                                                pattern(3, 3))) == Verdict::Consumed);
+        path.flush();
+        CHECK(srv.recv());
+    }
+    CHECK(path.flows() == 4);
+    CHECK(limits.admit(path.flows(), uint64_t(now)) == FlowLimits::Admit::Ok);
+    CHECK(stats.flows_refused.load() == 0);
 }
 
 TEST_CASE("udp_forward: flows expire as other UDP flows do") {
@@ -269,21 +456,21 @@ TEST_CASE("udp_forward: flows expire as other UDP flows do") {
     CHECK(rig.path.ms_until_next_timer(rig.now) == 30000);
     rig.now += 30000;
     rig.path.run_timers(rig.now);
-    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forward_flows() == 0);
     // Answered by the guest: 180 s.
     rig.send_from(client, pattern(10, 2));
     REQUIRE(rig.poll_host());
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
     rig.now += 1000;
     REQUIRE(rig.reply(client.port, pattern(10, 3)) == Verdict::Consumed);
     REQUIRE(client.recv());
     const int64_t answered_at = rig.now;
     rig.now = answered_at + 179999;
     rig.path.run_timers(rig.now);
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
     rig.now = answered_at + 180000;
     rig.path.run_timers(rig.now);
-    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forward_flows() == 0);
     CHECK(rig.path.forwards() == 1);
 }
 
@@ -319,9 +506,9 @@ TEST_CASE("udp_forward: the tap going away ends the flows, not the forwards") {
     HostSocket client(false);
     rig.send_from(client, pattern(10, 1));
     REQUIRE(rig.poll_host());
-    CHECK(rig.path.flows() == 1);
+    CHECK(rig.path.forward_flows() == 1);
     rig.path.tap_detached();
-    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forward_flows() == 0);
     CHECK(rig.path.forwards() == 1);
 }
 
@@ -354,7 +541,7 @@ TEST_CASE("udp_forward: with disable_host_loopback a loopback client still gets 
     // Anything else to the gateway stays refused (libslirp's, which drops it).
     CHECK(path.guest_frame(guest_datagram(false, kGuest4, kGateway4, kGuestPort, 9,
                                           pattern(9, 1))) == Verdict::NotMine);
-    CHECK(path.flows() == 1);
+    CHECK(path.forward_flows() == 1);
 }
 
 TEST_CASE("udp_forward: where the tap takes UDP GSO, a client's burst is one frame") {

@@ -28,8 +28,8 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
     : cfg_(std::move(cfg)), peek_choice_(choose_peek_mode(cfg_.peek_mode, cfg_.peek_off_probe)),
       peek_(peek_choice_.mode), out_(std::max<size_t>(cfg_.batch_data_frames, 1),
                                  std::max<size_t>(cfg_.batch_control_frames, 4)),
-      table_(std::max<size_t>(cfg_.max_flows, 1), seeds[0]),
-      timers_(std::max<size_t>(cfg_.max_flows, 1)), isn_seed_(seeds[1]),
+      table_(std::max<size_t>(cfg_.max_flows, 1) + cfg_.forward_flows, seeds[0]),
+      timers_(table_.slots()), isn_seed_(seeds[1]),
       events_(cfg_.shared_epoll_fd, EventOwner::Tcp) {
     const size_t n = table_.slots();
     wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -37,6 +37,7 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
     if (events_.add(wake_.get(), EPOLLIN, kWakeRef) < 0) throw_errno("fast path: epoll_ctl");
     queued_.assign(n, 0);
     pending_.assign(n, 0);
+    fwd_of_.assign(n, kGuestFlow);
 }
 
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
@@ -56,6 +57,11 @@ void FastPath::settle(const FlowContext &c, uint32_t idx) {
     if (f.closed()) {
         table_.release(idx);
         timers_.cancel(idx);
+        if (fwd_of_[idx] != kGuestFlow) {
+            if (fwd_of_[idx] >= 0) --fwds_[size_t(fwd_of_[idx])].live;
+            --forwarded_open_;
+            fwd_of_[idx] = kGuestFlow;
+        }
         ++stats_.flows_closed;
         return; // a pending_ entry, if any, finds the slot free or reused
     }
@@ -118,8 +124,11 @@ void FastPath::open_flow(const Segment &s, Route r) {
         ++stats_.flows_refused;
         return;
     }
-    std::optional<uint32_t> slot =
-        a == Admission::Reset ? std::nullopt : table_.reserve();
+    // The guest's flows keep to max_flows whatever the admission said: the
+    // slots beyond are the forwards'.
+    std::optional<uint32_t> slot = a == Admission::Reset || flows() >= cfg_.max_flows
+                                       ? std::nullopt
+                                       : table_.reserve();
     if (!slot) {
         ++stats_.flows_refused;
         reply_rst(s);
@@ -331,7 +340,9 @@ void FastPath::flush_to_guest() {
 }
 
 void FastPath::publish(Stats &s) const {
-    s.tcp_fast_flows.store(flows(), std::memory_order_relaxed);
+    // Every flow the path carries, forwarded connections too (they are
+    // not the guest's, and not in host_sockets).
+    s.tcp_fast_flows.store(table_.open_flows(), std::memory_order_relaxed);
     s.tcp_fast_retransmits.store(stats_.retransmits + stats_.fast_retransmits,
                                  std::memory_order_relaxed);
 }

@@ -25,9 +25,11 @@
 //
 // Forwarded TCP ports (add_forward): the fast path owns the listening
 // socket, in the same epoll set; each accepted connection becomes a flow
-// that starts with a SYN to the guest (Flow::open_accepted). The guest's
-// MAC, needed to address that SYN, is learnt from its frames (an ARP
-// request asks for it if none came yet).
+// that starts with a SYN to the guest (Flow::open_accepted), in table
+// slots beyond the guest's, never admitted or counted as the guest's
+// (fastpath_config.hpp: a cap and a rate per forward). The guest's MAC,
+// needed to address that SYN, is learnt from its frames (an ARP request
+// asks for it if none came yet).
 #pragma once
 
 #include <netinet/in.h>
@@ -44,6 +46,7 @@
 #include "datapath/tcp/fastpath_config.hpp"
 #include "datapath/tcp/flow.hpp"
 #include "datapath/flows/flow_table.hpp"
+#include "datapath/flows/token_bucket.hpp"
 #include "datapath/tcp/frame.hpp"
 #include "datapath/tcp/peek_mode.hpp"
 #include "datapath/tcp/reorder.hpp"
@@ -110,7 +113,10 @@ public:
     void tap_detached() override;
 
     const FastPathStats &stats() const { return stats_; }
-    size_t flows() const override { return table_.open_flows(); }
+    // The guest's flows (what FlowLimits counts), and the connections
+    // accepted on forwards.
+    size_t flows() const override { return table_.open_flows() - forwarded_open_; }
+    size_t forward_flows() const { return forwarded_open_; }
     void publish(Stats &s) const override;
 
 private:
@@ -134,7 +140,12 @@ private:
         uint32_t guest4 = 0;
         uint16_t guest_port = 0;
         bool paused = false; // out of the epoll set until listeners_resume_at_
+        size_t live = 0;     // its open connections
+        TokenBucket bucket{1, 0}; // its new connections (reset by add_forward)
     };
+    // fwd_of_ of a slot: the guest's flow, or a connection whose forward
+    // is gone (still counted in forwarded_open_); else a listener's index.
+    static constexpr int32_t kGuestFlow = -1, kForwardGone = -2;
 
     FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds);
     int64_t now() const;
@@ -167,8 +178,7 @@ private:
     void accept_forward(size_t slot);
     void pause_listener(size_t slot);
     void resume_listeners();
-    void open_forwarded(const ForwardListener &l, UniqueFd sock,
-                        const sockaddr_storage &peer);
+    void open_forwarded(size_t slot, UniqueFd sock, const sockaddr_storage &peer);
     // The guest's source address as a forwarded flow shows it (libslirp's
     // sotranslate_accept): the peer's, or the gateway for loopback and
     // anything the guest could not answer.
@@ -192,6 +202,8 @@ private:
     EventSource events_;
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     std::vector<ForwardListener> fwds_;
+    std::vector<int32_t> fwd_of_; // per slot: kGuestFlow, kForwardGone or a listener
+    size_t forwarded_open_ = 0;   // slots of connections accepted on forwards
     int64_t listeners_resume_at_ = -1; // ms; -1: none paused
     uint8_t guest_mac_[6]{};
     bool guest_mac_known_ = false;

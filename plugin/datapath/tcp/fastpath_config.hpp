@@ -31,12 +31,20 @@ enum class PeekMode : uint8_t {
 // only the TCP fast path is told.
 struct FastPathConfig : VirtualNet {
     uint32_t mtu = 65520;
-    // Slots of the flow table; the parent passes its effective max_flows
-    // (already lowered for RLIMIT_NOFILE) and enforces the cap it shares
-    // with libslirp through admit_flow.
+    // Slots of the flow table for the guest's flows; the parent passes its
+    // effective max_flows (already lowered for RLIMIT_NOFILE) and enforces
+    // the cap it shares with libslirp through admit_flow.
     size_t max_flows = 16384;
-    // Asked before every new flow; empty: always Accept.
+    // Asked before every new flow the guest opens (a SYN); empty: always
+    // Accept. Never for connections accepted on forwarded ports: strangers
+    // must not use up what the guest may open. Those have their own bounds:
+    // the table has forward_flows more slots for them (all forwards'
+    // connections at once), one forward holds at most forward_flows_each,
+    // and takes at most forward_new_per_sec new ones a second (a token
+    // bucket of its own); beyond, the client gets an RST at once.
     std::function<Admission()> admit_flow;
+    size_t forward_flows = 4096, forward_flows_each = 2048;
+    uint32_t forward_new_per_sec = 20000;
     size_t batch_data_frames = 32;    // 64 KiB of payload memory each
     size_t batch_control_frames = 32;
     PeekMode peek_mode = PeekMode::Automatic;

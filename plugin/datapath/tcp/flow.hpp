@@ -43,7 +43,9 @@ struct FastPathStats {
     uint64_t bytes_to_guest = 0;  // acknowledged by the guest
     // Forwarded ports (host-initiated flows).
     uint64_t forward_accepted = 0;  // connections accepted on forward listeners
-    uint64_t forward_refused = 0;   // of those, closed at once (table full, clash)
+    uint64_t forward_refused = 0;   // of those, closed at once (all reasons)
+    uint64_t forward_full = 0;      // of those, at the forward's or all forwards' cap
+    uint64_t forward_rate_limited = 0; // of those, over the forward's rate
     uint64_t forward_established = 0; // the guest answered our SYN
     uint64_t forward_syn_timeouts = 0; // the guest never answered
     uint64_t accept_paused = 0;    // accept4 out of fds/memory: listener paused

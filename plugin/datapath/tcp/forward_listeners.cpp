@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The fast path's forwarded TCP ports: listeners in its epoll set, each
-// accepted connection opened towards the guest as a flow.
+// accepted connection opened towards the guest as a flow, bounded by its
+// forward's cap and rate and all forwards' slots, never by the guest's
+// admission.
 #include "datapath/tcp/fastpath.hpp"
 
 #include <arpa/inet.h>
@@ -41,6 +43,8 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     l.guest4 = guest4;
     l.guest_port = guest_port;
     l.paused = false;
+    l.live = 0;
+    l.bucket = TokenBucket(cfg_.forward_new_per_sec, uint64_t(now()));
     return 0;
 }
 
@@ -57,10 +61,19 @@ void reset_close(UniqueFd &fd) {
 } // namespace
 
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
-    for (ForwardListener &l : fwds_) {
+    for (size_t slot = 0; slot < fwds_.size(); ++slot) {
+        ForwardListener &l = fwds_[slot];
         if (l.fd && same_ip_port(l.host, host, host_len)) {
             l.fd.reset(); // also leaves the epoll set; connections pending
                           // in its backlog are reset by the kernel
+            // Its connections go on, still in the forwards' slots, no
+            // longer in its count (a forward added later may take the
+            // entry).
+            for (size_t i = 0; i < fwd_of_.size() && l.live != 0; ++i) {
+                if (fwd_of_[i] != int32_t(slot)) continue;
+                fwd_of_[i] = kForwardGone;
+                --l.live;
+            }
             return true;
         }
     }
@@ -87,7 +100,7 @@ void FastPath::accept_forward(size_t slot) {
             return; // EAGAIN
         }
         ++stats_.forward_accepted;
-        open_forwarded(fwds_[slot], UniqueFd(s), peer);
+        open_forwarded(slot, UniqueFd(s), peer);
     }
 }
 
@@ -114,8 +127,8 @@ uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
     return rknp::forwarded_source(cfg_, peer);
 }
 
-void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
-                              const sockaddr_storage &peer) {
+void FastPath::open_forwarded(size_t fwd, UniqueFd sock, const sockaddr_storage &peer) {
+    ForwardListener &l = fwds_[fwd];
     Endpoints ep;
     ep.v6 = false;
     if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
@@ -128,17 +141,22 @@ void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
                          : ntohs(reinterpret_cast<const sockaddr_in &>(peer).sin_port);
     const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
     // The 4-tuple taken by a flow the guest opened (two host peers can
-    // only clash after the gateway translation), or a full table.
-    const bool clash =
-        table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h).has_value();
-    // The admission of a guest SYN too (max_flows shared with libslirp,
-    // new flows a second). Reset or Drop: the client gets an RST either
-    // way, an accepted connection cannot wait for a retransmission.
-    const bool admitted =
-        !clash && (!cfg_.admit_flow || cfg_.admit_flow() == Admission::Accept);
-    std::optional<uint32_t> slot = admitted ? table_.reserve() : std::nullopt;
+    // only clash after the gateway translation). Then the forward's own
+    // bounds, never the guest's admission: its connections, all forwards'
+    // (slots beyond the guest's max_flows, which also keep fds free), and
+    // its rate. Refused, the client gets an RST at once: an accepted
+    // connection cannot wait for a retransmission.
+    std::optional<uint32_t> slot;
+    if (!table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h)) {
+        if (l.live >= std::max<size_t>(cfg_.forward_flows_each, 1) ||
+            forwarded_open_ >= cfg_.forward_flows)
+            ++stats_.forward_full;
+        else if (!l.bucket.take(uint64_t(now())))
+            ++stats_.forward_rate_limited;
+        else if (!(slot = table_.reserve()))
+            ++stats_.forward_full; // the guest's flows in every slot (no admission)
+    }
     if (!slot) {
-        if (!clash) ++stats_.flows_refused;
         ++stats_.forward_refused;
         reset_close(sock);
         return;
@@ -152,6 +170,9 @@ void FastPath::open_forwarded(const ForwardListener &l, UniqueFd sock,
         return;
     }
     table_.insert(idx, h);
+    fwd_of_[idx] = int32_t(fwd);
+    ++l.live;
+    ++forwarded_open_;
     ++stats_.flows_opened;
     settle(c, idx);
 }

@@ -54,7 +54,10 @@ UniqueFd connect_host_socket(bool v6, const HostAddrs &addrs) {
 FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
     : cfg_(std::move(cfg)), guest_(guest), events_(cfg_.shared_epoll_fd, EventOwner::Udp),
       table_(std::max<size_t>(cfg_.max_flows, 1), random_flow_seeds()[0]),
-      timers_(std::max<size_t>(cfg_.max_flows, 1)), run_buf_(kMaxPayload),
+      timers_(std::max<size_t>(cfg_.max_flows, 1)),
+      clients_(cfg_.forward_clients, cfg_.forward_clients_each, cfg_.forward_new_per_sec,
+               random_flow_seeds()[0]),
+      port_seed_(random_flow_seeds()[1]), run_buf_(kMaxPayload),
       rx_buf_(kRecvBatch * kRecvBuf) {}
 
 bool FastPath::icmp_left_error(int err) {
@@ -81,6 +84,15 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
         return Verdict::NotMine;
     const Route r = classify(cfg_, d.v6, d.src, d.dst, d.dport);
     if (r == Route::NotMine) return Verdict::NotMine;
+    // A reply to a forward's client (IPv4 only: forwards go to the guest's
+    // IPv4 address).
+    if (!d.v6) {
+        if (std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport)) {
+            clients_.answered(*c, now());
+            queue(clients_[*c], d.payload);
+            return Verdict::Consumed;
+        }
+    }
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
     std::optional<uint32_t> idx = table_.find(d.src, d.dst, d.sport, d.dport, d.v6, h);
     // The gateway with disable_host_loopback: only replies on a forward's
@@ -101,8 +113,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     if (!idx) idx = open_flow(d, r, h);
     if (!idx) return Verdict::Consumed; // refused: counted
     table_[*idx].last_ms = now();
-    if (table_[*idx].fwd >= 0) table_[*idx].answered = true; // the guest replied
-    queue(*idx, d.payload);
+    queue(table_[*idx], d.payload);
     return Verdict::Consumed;
 }
 
@@ -150,19 +161,22 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
 }
 
 void FastPath::close_flow(uint32_t idx) {
-    if (run_.count != 0 && run_.idx == idx) flush();
+    if (run_.count != 0 && run_.flow == &table_[idx]) flush();
     timers_.cancel(idx);
     table_[idx].sock.reset(); // leaves the epoll set with it
-    table_[idx].fwd = -1;
     table_.release(idx);
 }
 
-void FastPath::queue(uint32_t idx, std::span<const uint8_t> p) {
+void FastPath::close_client(uint32_t idx) {
+    if (run_.count != 0 && run_.flow == &clients_[idx]) flush();
+    clients_.remove(idx);
+}
+
+void FastPath::queue(Flow &f, std::span<const uint8_t> p) {
     if (run_.count != 0 &&
-        (run_.idx != idx || p.size() > run_.seg || run_.len + p.size() > kRunMaxBytes ||
+        (run_.flow != &f || p.size() > run_.seg || run_.len + p.size() > kRunMaxBytes ||
          run_.count == kRunMaxSegments))
         flush();
-    Flow &f = table_[idx];
     if (!f.segmentation || p.empty() || !first_of_reads_sent_) {
         first_of_reads_sent_ = true;
         flush(); // keeps the guest's order
@@ -173,7 +187,7 @@ void FastPath::queue(uint32_t idx, std::span<const uint8_t> p) {
         return;
     }
     if (run_.count == 0) {
-        run_.idx = idx;
+        run_.flow = &f;
         run_.seg = p.size();
     }
     std::memcpy(run_buf_.data() + run_.len, p.data(), p.size());
@@ -186,7 +200,7 @@ void FastPath::flush() {
     if (run_.count == 0) return;
     const Run r = run_;
     run_ = Run{};
-    Flow &f = table_[r.idx];
+    Flow &f = *r.flow;
     if (send(f, run_buf_.data(), r.len, r.seg)) {
         stats_.datagrams_to_host += r.count;
         if (r.count > 1) ++stats_.segmented_sends;
@@ -253,8 +267,9 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
 }
 
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
-    if (timers_.empty()) return -1;
-    return std::max<int64_t>(0, timers_.top_deadline() - now_ms);
+    int64_t d = clients_.next_expiry(cfg_.idle_ms, cfg_.idle_answered_ms);
+    if (!timers_.empty() && (d < 0 || timers_.top_deadline() < d)) d = timers_.top_deadline();
+    return d < 0 ? -1 : std::max<int64_t>(0, d - now_ms);
 }
 
 void FastPath::run_timers(int64_t now_ms) {
@@ -269,12 +284,18 @@ void FastPath::run_timers(int64_t now_ms) {
         close_flow(idx);
         ++stats_.flows_expired;
     }
+    while (std::optional<uint32_t> c =
+               clients_.expired(now_ms, cfg_.idle_ms, cfg_.idle_answered_ms)) {
+        close_client(*c);
+        ++stats_.flows_expired;
+    }
 }
 
 void FastPath::tap_detached() {
     flush();
     for (uint32_t i = 0; i < table_.slots(); ++i)
         if (!table_[i].closed()) close_flow(i);
+    while (std::optional<uint32_t> c = clients_.any()) close_client(*c);
     guest_mac_known_ = false; // the next tap's guest may differ
 }
 
@@ -282,10 +303,10 @@ void FastPath::keep_for_libslirp(uint32_t guest4, uint16_t guest_port) {
     slirp_ends_.push_back({guest4, guest_port});
     // Flows the guest opened from that end before are closed: its next
     // datagrams go to libslirp, whose forwarding socket must carry the
-    // forward's replies (a fast-path forward's flows stay).
+    // forward's replies (a fast-path forward's clients stay).
     for (uint32_t i = 0; i < table_.slots(); ++i) {
         const Flow &f = table_[i];
-        if (!f.closed() && f.fwd < 0 && !f.ep.v6 && f.ep.guest_port == guest_port &&
+        if (!f.closed() && !f.ep.v6 && f.ep.guest_port == guest_port &&
             ipv4_of(f.ep.guest) == guest4)
             close_flow(i);
     }
@@ -297,7 +318,9 @@ void FastPath::release_to_fast_path(uint32_t guest4, uint16_t guest_port) {
 }
 
 void FastPath::publish(Stats &s) const {
-    s.udp_fast_flows.store(flows(), std::memory_order_relaxed);
+    // Every flow the path carries, the forwards' clients too (they are not
+    // the guest's, and not in host_sockets).
+    s.udp_fast_flows.store(flows() + forward_flows(), std::memory_order_relaxed);
     s.udp_fast_dropped.store(stats_.dropped_to_host, std::memory_order_relaxed);
 }
 

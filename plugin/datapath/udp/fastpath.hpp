@@ -13,7 +13,8 @@
 // its connected sockets see ECONNREFUSED. No allocation per datagram.
 // DNS to the virtual DNS address, DHCP, and everything inside the virtual
 // network stay libslirp's (NotMine). Forwarded ports: a host socket each,
-// each client address a flow towards the guest's end (add_forward).
+// each client address a flow towards the guest's end, in a pool of their
+// own apart from the guest's flows (add_forward, client_pool.hpp).
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
@@ -42,34 +43,24 @@
 #include "datapath/path.hpp"
 #include "datapath/flows/timer_heap.hpp"
 #include "datapath/guest_sink.hpp"
+#include "datapath/udp/client_pool.hpp"
+#include "datapath/udp/flow.hpp"
 #include "datapath/udp/frame.hpp"
 
 namespace rknp::udp {
-
-// A forwarded port's client (AF_INET or AF_INET6).
-union ClientAddr {
-    sockaddr sa;
-    sockaddr_in v4;
-    sockaddr_in6 v6;
-};
-
-// The source address a forward's reply leaves from when the forward is
-// bound to a wildcard address: the one its client sent to, as a server
-// would answer. A client that connect()ed to one of the host's addresses
-// takes nothing from another (the kernel's own choice for the reply).
-struct ReplySource {
-    sa_family_t family = AF_UNSPEC; // AF_UNSPEC: the kernel chooses
-    in_addr v4{};
-    in6_pktinfo v6{}; // with the interface for a link-local address
-};
 
 struct FastPathConfig : VirtualNet {
     uint32_t mtu = 65520;
     // Slots of the flow table (the parent's effective max_flows; the cap
     // shared with TCP and libslirp is enforced through admit_flow).
     size_t max_flows = 16384;
-    // Asked before every new flow; empty: always Accept.
+    // Asked before every new flow the guest opens; empty: always Accept.
+    // Never for a forward's clients, which have their own bounds:
     std::function<Admission()> admit_flow;
+    // Forwarded ports' clients (client_pool.hpp): all forwards' at once,
+    // one forward's, and one forward's new clients a second.
+    size_t forward_clients = 4096, forward_clients_each = 2048;
+    uint32_t forward_new_per_sec = 20000;
     // conntrack's UDP timeouts: a flow only the guest spoke on, and one
     // the host answered.
     int64_t idle_ms = 30000, idle_answered_ms = 180000;
@@ -93,11 +84,17 @@ struct FastPathStats {
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
     uint64_t icmp_to_guest = 0;    // errors relayed
     uint64_t malformed = 0;
-    // Forwarded ports: datagrams from clients, flows refused because a
-    // flow with the same guest-side 4-tuple exists (two clients that the
-    // gateway translation makes one, or a flow the guest opened), and
-    // datagrams dropped while the guest's MAC was asked for.
-    uint64_t forward_datagrams = 0, forward_clashes = 0, forward_waiting_mac = 0;
+    // Forwarded ports: datagrams from clients; clients given another
+    // port than their own towards the guest (another client the gateway
+    // translation made the same, or a flow the guest opened, had it) and
+    // those refused for want of one; datagrams dropped while the guest's
+    // MAC was asked for.
+    uint64_t forward_datagrams = 0, forward_remapped = 0, forward_clashes = 0;
+    uint64_t forward_waiting_mac = 0;
+    // New clients over their forward's rate (dropped), clients evicted for
+    // a new one, and new ones refused for want of room (every client of
+    // the pool an answered one of another forward).
+    uint64_t forward_rate_limited = 0, forward_evicted = 0, forward_full = 0;
     uint64_t arp_requests = 0;
 };
 
@@ -153,10 +150,12 @@ public:
     // Forwarded ports, to guest4:guest_port (IPv4, host byte order): a
     // host socket bound to host (IPv6 ones IPV6_V6ONLY; no SO_REUSEADDR,
     // which for UDP would let another socket share the port) in the epoll
-    // set. Each client address sending to it opens a flow (admitted as a
-    // guest's) from the client as the guest sees it (forwarded_source) to
-    // guest4:guest_port; the guest's replies leave through the forward's
-    // socket with sendto to the client. 0 or an errno (EADDRINUSE).
+    // set. Each client address sending to it opens a flow in the forwards'
+    // own pool (ClientPool: never the guest's admission or table) from the
+    // client as the guest sees it (forwarded_source; its own port unless
+    // that 4-tuple is taken) to guest4:guest_port; the guest's replies
+    // leave through the forward's socket with sendto to the client. 0 or
+    // an errno (EADDRINUSE).
     int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                     uint16_t guest_port);
     // Closes the forward's socket and its flows (as libslirp, whose one
@@ -173,26 +172,13 @@ public:
     void keep_for_libslirp(uint32_t guest4, uint16_t guest_port);
     void release_to_fast_path(uint32_t guest4, uint16_t guest_port);
 
+    // The guest's flows (what FlowLimits counts), and the forwards' clients.
     size_t flows() const override { return table_.open_flows(); }
+    size_t forward_flows() const { return clients_.size(); }
     void publish(Stats &s) const override;
     const FastPathStats &stats() const { return stats_; }
 
 private:
-    struct Flow {
-        Endpoints ep;
-        UniqueFd sock; // invalid: free slot
-        int64_t last_ms = 0;
-        bool answered = false;  // the host sent something back
-        bool segmentation = true; // UDP_SEGMENT works towards this peer
-        // A forwarded flow: no socket of its own; replies sendto client
-        // on fwds_[fwd].
-        int32_t fwd = -1;
-        ClientAddr client{};
-        socklen_t client_len = 0;
-        ReplySource reply_from{}; // where its client last sent to
-        const Endpoints &endpoints() const { return ep; }
-        bool closed() const { return !sock.valid() && fwd < 0; }
-    };
     struct Forward {
         UniqueFd fd; // invalid: free entry
         bool wildcard = false; // bound to 0.0.0.0 or ::: replies pick their source
@@ -204,7 +190,7 @@ private:
     // Guest datagrams queued for one UDP_SEGMENT send: one flow, all of
     // size seg except perhaps the last.
     struct Run {
-        uint32_t idx = 0;
+        Flow *flow = nullptr; // in table_ or clients_, which never move
         size_t seg = 0, count = 0, len = 0;
     };
     // UDP_MAX_SEGMENTS is 64 on older kernels (128 on newer ones); the
@@ -226,7 +212,8 @@ private:
     int64_t now() const;
     std::optional<uint32_t> open_flow(const Datagram &d, Route r, uint64_t h);
     void close_flow(uint32_t idx);
-    void queue(uint32_t idx, std::span<const uint8_t> payload);
+    void close_client(uint32_t idx); // of clients_
+    void queue(Flow &f, std::span<const uint8_t> payload);
     // Sends len bytes of datagrams of size seg (one if seg >= len) on
     // flow idx; false if the socket refused them (counted).
     bool send(Flow &f, const uint8_t *data, size_t len, size_t seg);
@@ -242,10 +229,15 @@ private:
     int flow_fd(const Flow &f) const { return f.fwd >= 0 ? fwds_[size_t(f.fwd)].fd.get() : f.sock.get(); }
     // Reads a forward's socket (one recvmmsg batch: level-triggered).
     void receive_forward(size_t slot);
-    // The flow of a client's datagrams on forward slot, opened if new;
-    // nullopt: refused (counted).
+    // The client's flow (in clients_) of its datagrams on forward slot,
+    // opened if new; nullopt: refused (counted).
     std::optional<uint32_t> forwarded_flow(size_t slot, const ClientAddr &client,
-                                           socklen_t len);
+                                           socklen_t len, int64_t now_ms);
+    // The port a new client of forward slot comes from as the guest sees
+    // it (ep.remote_port): its own unless that 4-tuple is taken; nullopt:
+    // no free one found.
+    std::optional<uint16_t> visible_port(size_t slot, const ClientAddr &client,
+                                         const Endpoints &ep) const;
     void close_forward_flows(size_t slot);
     // Forwarded flows need the guest's MAC (a guest flow has it from its
     // first frame): learned from every guest frame, asked for with ARP.
@@ -255,8 +247,10 @@ private:
     FastPathConfig cfg_;
     GuestSink &guest_;
     EventSource events_;
-    FlowTable<Flow> table_;
+    FlowTable<Flow> table_; // the guest's flows
     TimerHeap timers_;
+    ClientPool clients_;    // the forwards' clients
+    uint64_t port_seed_;    // visible_port's draws
     FastPathStats stats_;
     Run run_;
     std::vector<uint8_t> run_buf_;

@@ -2,8 +2,9 @@
 
 // The UDP fast path's forwarded ports: one host socket per forward in the
 // path's epoll set; each client address sending to it is a flow towards
-// the guest's end, whose replies leave through that socket (sendto), from
-// the address the client sent to.
+// the guest's end, in the forwards' own pool (client_pool.hpp), whose
+// replies leave through that socket (sendto), from the address the client
+// sent to.
 #include "datapath/udp/fastpath.hpp"
 
 #include <arpa/inet.h>
@@ -16,18 +17,11 @@
 #include <cstring>
 
 #include "common/addr.hpp"
+#include "common/hash.hpp"
 
 namespace rknp::udp {
 
 namespace {
-
-bool same_client(const ClientAddr &a, const ClientAddr &b) {
-    if (a.sa.sa_family != b.sa.sa_family) return false;
-    if (a.sa.sa_family == AF_INET)
-        return a.v4.sin_port == b.v4.sin_port && a.v4.sin_addr.s_addr == b.v4.sin_addr.s_addr;
-    return a.v6.sin6_port == b.v6.sin6_port && a.v6.sin6_scope_id == b.v6.sin6_scope_id &&
-           std::memcmp(&a.v6.sin6_addr, &b.v6.sin6_addr, 16) == 0;
-}
 
 uint16_t client_port(const ClientAddr &c) {
     return ntohs(c.sa.sa_family == AF_INET6 ? c.v6.sin6_port : c.v4.sin_port);
@@ -77,6 +71,10 @@ Received read_cmsgs(msghdr &m, size_t len) {
 
 // ARP requests while the guest's MAC is unknown: at most one this often.
 constexpr int64_t kArpIntervalMs = 1000;
+// Ports tried for a client whose own is taken towards the guest, beyond
+// its own: with the pool at most a few thousand clients, 8 draws all
+// taken is as good as never.
+constexpr int kPortDraws = 8;
 
 } // namespace
 
@@ -111,6 +109,8 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     if (slot == fwds_.size()) fwds_.emplace_back();
     // Level-triggered: one batch per forward and round.
     if (events_.add(fd.get(), EPOLLIN, kForwardTag | slot) < 0) return errno;
+    flush(); // a run queued for a client of the forward that had this slot
+    clients_.open_forward(slot, now());
     Forward &f = fwds_[slot];
     f.fd = std::move(fd);
     f.wildcard = wildcard;
@@ -140,12 +140,45 @@ size_t FastPath::forwards() const {
 }
 
 void FastPath::close_forward_flows(size_t slot) {
-    for (uint32_t i = 0; i < table_.slots() && table_.open_flows() != 0; ++i)
-        if (!table_[i].closed() && table_[i].fwd == int32_t(slot)) close_flow(i);
+    while (std::optional<uint32_t> c = clients_.any_of(slot)) close_client(*c);
+}
+
+std::optional<uint16_t> FastPath::visible_port(size_t slot, const ClientAddr &client,
+                                               const Endpoints &ep) const {
+    // Loopback, IPv6 and in-network clients all come from the gateway as
+    // the guest sees them: two with the same port, on one forward or on two
+    // forwards to the same guest end (127.0.0.1 and ::1), or a client and a
+    // flow the guest opened, must not share a 4-tuple, or the guest's
+    // replies could not be told apart. Draws from a keyed hash of the
+    // client, so a client cannot choose the port it lands on.
+    uint64_t h = hash_mix(port_seed_, slot);
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client)));
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 8));
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 16));
+    for (int draw = 0; draw <= kPortDraws; ++draw) {
+        uint16_t port = ep.remote_port;
+        if (draw != 0) {
+            h = hash_mix(h, uint64_t(draw));
+            port = uint16_t(1024 + h % (65536 - 1024));
+        }
+        if (clients_.find_guest_side(ep.guest, ep.remote, ep.guest_port, port)) continue;
+        if (table_.find(ep.guest, ep.remote, ep.guest_port, port, false,
+                        table_.hash(ep.guest, ep.remote, ep.guest_port, port, false)))
+            continue;
+        return port;
+    }
+    return std::nullopt;
 }
 
 std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &client,
-                                                 socklen_t len) {
+                                                 socklen_t len, int64_t now_ms) {
+    if (std::optional<uint32_t> idx = clients_.find_client(slot, client)) return idx;
+    // A new client: its forward's rate first (a flood of new source ports
+    // spends the forward's tokens, never the guest's).
+    if (!clients_.take_token(slot, now_ms)) {
+        ++stats_.forward_rate_limited;
+        return std::nullopt;
+    }
     const Forward &fw = fwds_[slot];
     Endpoints ep;
     ep.v6 = false;
@@ -157,37 +190,28 @@ std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &
     map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
     ep.guest_port = fw.guest_port;
     ep.remote_port = client_port(client);
-    // The key the guest's replies carry (from its end to the client as
-    // it sees it).
-    const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
-    if (std::optional<uint32_t> idx =
-            table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h)) {
-        const Flow &f = table_[*idx];
-        if (f.fwd == int32_t(slot) && same_client(f.client, client)) return idx;
-        // A flow the guest opened, or another client the translation made
-        // the same: its replies could not be told apart.
+    const std::optional<uint16_t> port = visible_port(slot, client, ep);
+    if (!port) {
         ++stats_.forward_clashes;
         return std::nullopt;
     }
-    const Admission a = cfg_.admit_flow ? cfg_.admit_flow() : Admission::Accept;
-    std::optional<uint32_t> reserved = a == Admission::Accept ? table_.reserve() : std::nullopt;
-    if (!reserved) {
-        ++stats_.flows_refused;
+    if (*port != ep.remote_port) ++stats_.forward_remapped;
+    ep.remote_port = *port;
+    const ClientPool::Place place = clients_.place_for(slot);
+    if (place.room == ClientPool::Room::None) {
+        ++stats_.forward_full;
         return std::nullopt;
     }
-    const uint32_t idx = *reserved;
-    Flow &f = table_[idx];
-    f.ep = ep;
-    f.sock.reset();
-    f.fwd = int32_t(slot);
-    f.client = client;
-    f.client_len = len;
-    f.reply_from = {}; // set by each datagram on a wildcard forward
-    f.last_ms = now();
-    f.answered = false; // until the guest replies
-    f.segmentation = cfg_.segmentation;
-    table_.insert(idx, h);
-    timers_.set(idx, f.last_ms + cfg_.idle_ms);
+    if (place.room == ClientPool::Room::Evict) {
+        close_client(place.victim);
+        ++stats_.forward_evicted;
+    }
+    const std::optional<uint32_t> idx = clients_.add(slot, client, len, ep, now_ms);
+    if (!idx) { // not after place_for: cannot happen
+        ++stats_.forward_full;
+        return std::nullopt;
+    }
+    clients_[*idx].segmentation = cfg_.segmentation;
     ++stats_.flows_opened;
     return idx;
 }
@@ -215,10 +239,11 @@ void FastPath::receive_forward(size_t slot) {
         if (m.msg_namelen < sizeof(sockaddr_in) ||
             (rx_names_[i].sa.sa_family != AF_INET && rx_names_[i].sa.sa_family != AF_INET6))
             continue;
-        const std::optional<uint32_t> idx = forwarded_flow(slot, rx_names_[i], m.msg_namelen);
+        const std::optional<uint32_t> idx =
+            forwarded_flow(slot, rx_names_[i], m.msg_namelen, t);
         if (!idx) continue;
-        Flow &f = table_[*idx];
-        f.last_ms = t;
+        clients_.touch(*idx, t);
+        Flow &f = clients_[*idx];
         const size_t len = rx_msgs_[i].msg_len;
         const Received r = read_cmsgs(m, len);
         // The latest address the client used, should it change.

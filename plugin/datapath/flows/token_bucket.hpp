@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The token bucket behind max_new_flows_per_sec: `rate` tokens a second,
-// at most `rate` banked (the burst), one taken per new guest flow. Refilled
-// from the stack loop's millisecond clock; no thread, no allocation.
+// A token bucket for new flows: `rate` tokens a second, at most `rate`
+// banked (the burst), one taken per new flow: the guest's
+// max_new_flows_per_sec (FlowLimits) and each forward's own rate (the fast
+// paths' forwarded clients). Refilled from the stack loop's millisecond
+// clock; no thread, no allocation.
 #pragma once
 
 #include <algorithm>
