@@ -75,6 +75,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "../lib/udp_segment.hpp"
@@ -232,7 +233,8 @@ public:
         check_.mtu = cfg_.mtu;
         check_.trace = trace_;
         check_.known = [this](const FlowKey &k) {
-            return std::find(keys_.begin(), keys_.end(), k) != keys_.end();
+            return (pending_ && *pending_ == k) ||
+                   std::find(keys_.begin(), keys_.end(), k) != keys_.end();
         };
         check_.payload_ok = [](std::span<const uint8_t> p) {
             for (size_t i = 0; i < p.size(); ++i)
@@ -410,7 +412,11 @@ private:
         if (mangled) mangle(f, v6);
         trace("-> %s %s %u -> %u len %zu%s\n", v6 ? "v6" : "v4", dest->addr, sport, dport, len,
               mangled ? " mangled" : "");
+        // An ICMP unreachable for a flow that cannot connect reaches the
+        // guest during the call: its 4-tuple is known while it runs.
+        pending_ = flow_of(f);
         const Verdict v = fp_->guest_frame(f);
+        pending_.reset();
         if (!mangled) {
             bool mine = dest->kind != Kind::Libslirps && sport != 0 && dport != 0 && dport != 67 &&
                         (!v6 || cfg_.ipv6) &&
@@ -423,17 +429,22 @@ private:
         check_.require_idle();
     }
 
-    // The 4-tuple of a consumed frame (what it parses to, mangled or raw).
-    void note_flow(std::span<const uint8_t> f) {
+    // The 4-tuple of a frame (what it parses to, mangled or raw).
+    static std::optional<FlowKey> flow_of(std::span<const uint8_t> f) {
         Datagram d;
-        if (parse_datagram(f, d) != Parse::Ok) return;
+        if (parse_datagram(f, d) != Parse::Ok) return std::nullopt;
         FlowKey k;
         k.v6 = d.v6;
         std::memcpy(k.guest, d.src, 16);
         std::memcpy(k.remote, d.dst, 16);
         k.guest_port = d.sport;
         k.remote_port = d.dport;
-        if (std::find(keys_.begin(), keys_.end(), k) == keys_.end()) keys_.push_back(k);
+        return k;
+    }
+    // That of a consumed frame, remembered.
+    void note_flow(std::span<const uint8_t> f) {
+        const std::optional<FlowKey> k = flow_of(f);
+        if (k && std::find(keys_.begin(), keys_.end(), *k) == keys_.end()) keys_.push_back(*k);
     }
 
     void drain(Server &s) {
@@ -569,6 +580,7 @@ private:
     std::unique_ptr<FastPath> fp_;
     uint8_t guest4_[4]{}, guest6_[16]{};
     std::vector<FlowKey> keys_;
+    std::optional<FlowKey> pending_; // the datagram guest_frame() has now
     std::vector<uint16_t> kept_;
     uint64_t host_sent_ = 0, host_received_ = 0;
     bool raw_consumed_ = false;

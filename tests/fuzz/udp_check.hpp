@@ -15,7 +15,9 @@
 //   a valid UDP datagram with its checksum;
 // - ICMP (IPv4) / ICMPv6 errors: checksum complete and valid, an error
 //   type, quoting a UDP datagram from the frame's destination to its
-//   source (the guest's datagram that failed).
+//   source (the guest's datagram that failed), or, from the virtual
+//   gateway (10.0.2.2, fd00::2), a destination unreachable about a flow
+//   that could not connect.
 // Optional hooks: known() (the datagram's or quote's 4-tuple is a flow the
 // guest opened) and payload_ok() (the bytes are the host's).
 #pragma once
@@ -253,7 +255,13 @@ private:
             map_v4(in + 12, k.guest);
             map_v4(in + 16, k.remote);
         }
-        fuzz::require(!std::memcmp(k.guest, ip.dst, 16) && !std::memcmp(k.remote, ip.src, 16),
+        // The parent's own answer comes from the gateway, as a router's.
+        static const uint8_t gw4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 2, 2};
+        static const uint8_t gw6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+        const bool from_gateway =
+            type == (ip.v6 ? 1 : 3) && !std::memcmp(ip.src, ip.v6 ? gw6 : gw4, 16);
+        fuzz::require(!std::memcmp(k.guest, ip.dst, 16) &&
+                          (from_gateway || !std::memcmp(k.remote, ip.src, 16)),
                       "ICMP error quotes a datagram of other addresses");
         k.guest_port = be16(in + inner_ip);
         k.remote_port = be16(in + inner_ip + 2);

@@ -2,13 +2,16 @@
 
 // The UDP fast path against real host sockets on loopback: datagrams both
 // ways with the headers and checksums the guest checks, segmented sends,
-// fragments over the MTU, ICMP errors, idle expiry, admission, and what
-// stays libslirp's.
+// fragments over the MTU, ICMP errors (relayed, retried past, and for
+// flows that cannot connect), idle expiry, admission, and what stays
+// libslirp's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <map>
+#include <string>
 
+#include "icmp_spoof.hpp"
 #include "own_netns.hpp"
 #include "udp_rig.hpp"
 
@@ -544,4 +547,180 @@ TEST_CASE("udp_fastpath: a flow from an end that becomes a libslirp forward's is
     CHECK(rig.path.flows() == 1);
     CHECK(rig.path.guest_frame(a.to_gateway(5353, srv.port, pattern(10, 1))) == Verdict::NotMine);
     CHECK(rig.path.guest_frame(a.to_gateway(5354, srv.port, pattern(10, 1))) == Verdict::Consumed);
+}
+
+TEST_CASE("udp_fastpath: an error an ICMP message left on the socket costs no guest datagram") {
+    // The kernel fails the next send on a connected socket once with the
+    // error an ICMP message left (and keeps it in the error queue, which
+    // tells the guest): a packet-too-big, a source route failed, a host
+    // isolated, a protocol unreachable, administratively prohibited. The
+    // guest's next datagram, and a segmented run after such an error, must
+    // still leave, and a run must keep UDP_SEGMENT.
+    struct Case {
+        bool v6;
+        uint8_t type, code;
+        uint32_t info;
+        const char *err;
+    };
+    const Case cases[] = {
+        {false, 3, 4, 1400, "EMSGSIZE"}, {false, 3, 5, 0, "EOPNOTSUPP"},
+        {false, 3, 8, 0, "ENONET"},      {false, 3, 2, 0, "ENOPROTOOPT"},
+        {true, 1, 1, 0, "EACCES"},       {true, 2, 0, 1400, "EMSGSIZE"},
+    };
+    testns::in_own_netns({}, [&](bool v6_usable) {
+        for (const Case &c : cases) {
+            if (c.v6 && !v6_usable) continue;
+            CAPTURE(std::string(c.err));
+            CAPTURE(c.v6);
+            Rig rig;
+            Addrs a(c.v6);
+            HostSocket srv(c.v6);
+            const sockaddr_storage srv_addr = testicmp::local_of(srv.fd.get());
+            auto guest = [&](uint16_t sport, const Bytes &p) {
+                REQUIRE(rig.path.guest_frame(a.to_gateway(sport, srv.port, p)) ==
+                        Verdict::Consumed);
+            };
+            // What reached the server by now (loopback delivers within the
+            // send).
+            auto received = [&] {
+                std::vector<Bytes> got;
+                while (srv.has_datagram()) got.push_back(*srv.recv());
+                return got;
+            };
+            sockaddr_storage flow{};
+            guest(40020, pattern(100, 1));
+            rig.path.end_of_input();
+            REQUIRE(srv.recv(&flow));
+            // A lone datagram (the first of a round of tap reads).
+            REQUIRE(testicmp::send_error(c.type, c.code, c.info, flow, srv_addr, 100));
+            guest(40020, pattern(100, 2));
+            rig.path.end_of_input();
+            CHECK(received() == std::vector<Bytes>{pattern(100, 2)});
+            // A run: the first of the round alone, then four equal ones in
+            // one UDP_SEGMENT send that meets the error.
+            guest(40020, pattern(100, 3));
+            REQUIRE(received().size() == 1);
+            REQUIRE(testicmp::send_error(c.type, c.code, c.info, flow, srv_addr, 100));
+            std::vector<Bytes> run;
+            for (uint8_t i = 0; i < 4; ++i) {
+                run.push_back(pattern(100, uint8_t(10 + i)));
+                guest(40020, run.back());
+            }
+            rig.path.end_of_input();
+            CHECK(received() == run);
+            CHECK(rig.path.stats().dropped_to_host == 0);
+            // Segmentation is still on for the flow: the next run is one
+            // send again.
+            const uint64_t runs = rig.path.stats().segmented_sends;
+            guest(40020, pattern(100, 4));
+            for (uint8_t i = 0; i < 4; ++i) guest(40020, pattern(100, uint8_t(20 + i)));
+            rig.path.end_of_input();
+            CHECK(received().size() == 5);
+            CHECK(rig.path.stats().segmented_sends == runs + 1);
+        }
+    });
+}
+
+TEST_CASE("udp_fastpath: ICMP unreachable stands for what the errno says") {
+    using udp::unreachable_for;
+    struct Want {
+        int err;
+        uint8_t code4, code6;
+    };
+    for (const Want &w : {Want{ENETUNREACH, 0, 0}, Want{EHOSTUNREACH, 1, 3},
+                          Want{EHOSTDOWN, 1, 3}, Want{ENONET, 1, 3}, Want{ECONNREFUSED, 3, 4},
+                          Want{EACCES, 13, 1}, Want{EPERM, 13, 1}}) {
+        CAPTURE(w.err);
+        REQUIRE(unreachable_for(w.err, false));
+        CHECK(unreachable_for(w.err, false)->type == 3);
+        CHECK(unreachable_for(w.err, false)->code == w.code4);
+        REQUIRE(unreachable_for(w.err, true));
+        CHECK(unreachable_for(w.err, true)->type == 1);
+        CHECK(unreachable_for(w.err, true)->code == w.code6);
+    }
+    for (int err : {EMFILE, ENOBUFS, EAGAIN, EMSGSIZE, EINVAL})
+        CHECK_FALSE(unreachable_for(err, false));
+}
+
+TEST_CASE("udp_fastpath: a flow that cannot connect answers ICMP unreachable, then from a "
+          "short cache") {
+    // In a namespace with no route out: connect() fails with ENETUNREACH
+    // (IPv4 and IPv6), and an outbound address the host lacks fails bind()
+    // with EADDRNOTAVAIL. The guest hears it at once, from the gateway,
+    // quoting its datagram; its retry within a second is answered the same
+    // way without an admission token or another socket.
+    static constexpr uint8_t kFar4[4] = {198, 51, 100, 1}; // no route to it
+    testns::in_own_netns({}, [](bool v6_usable) {
+        for (int variant = 0; variant < 3; ++variant) {
+            const bool v6 = variant == 1, outbound = variant == 2;
+            if (v6 && !v6_usable) continue;
+            CAPTURE(variant);
+            int asked = 0;
+            Collector out;
+            udp::FastPathConfig c = Rig::config(65520, true);
+            int64_t now = 1000;
+            c.clock = [&] { return now; };
+            c.admit_flow = [&] {
+                ++asked;
+                return Admission::Accept;
+            };
+            if (outbound) c.outbound_addr = 0xcb007109; // 203.0.113.9
+            udp::FastPath path(c, out);
+            Addrs a(v6);
+            uint8_t far[16] = {};
+            if (v6)
+                addr6(far, "2001:db8:1::1");
+            else if (outbound)
+                std::memcpy(far, kGateway4, 4); // the host's loopback
+            else
+                std::memcpy(far, kFar4, 4);
+            const Bytes ask = pattern(60, 1);
+            REQUIRE(path.guest_frame(guest_datagram(v6, a.guest, far, 40030, 53, ask)) ==
+                    Verdict::Consumed);
+            path.flush();
+            REQUIRE(out.out.size() == 1);
+            const Bytes &f = out.out[0].frame;
+            Ip ip = ip_of(f, v6);
+            CHECK(ip.proto == (v6 ? 58 : 1));
+            REQUIRE(ip.payload.size() >= 8 + (v6 ? 40u : 20u) + 8);
+            CHECK(ip.payload[0] == (v6 ? 1 : 3));
+            CHECK(ip.payload[1] == 0); // network unreachable, no route
+            CHECK(l4_checksum_ok(v6, ip.hdr, ip.payload, v6 ? 58 : 1));
+            if (!v6) CHECK(csum_fold(csum_add(0, ip.payload.data(), ip.payload.size())) == 0xffff);
+            // From the gateway, to the guest; the quote is the guest's
+            // datagram with its own lengths.
+            const uint8_t *inner = ip.payload.data() + 8;
+            if (v6) {
+                CHECK(std::memcmp(ip.hdr + 8, a.gateway, 16) == 0);
+                CHECK(std::memcmp(ip.hdr + 24, a.guest, 16) == 0);
+                CHECK(std::memcmp(inner + 24, far, 16) == 0);
+                CHECK(be16(inner + 4) == 8 + ask.size());
+            } else {
+                CHECK(std::memcmp(ip.hdr + 12, a.gateway, 4) == 0);
+                CHECK(std::memcmp(ip.hdr + 16, a.guest, 4) == 0);
+                CHECK(std::memcmp(inner + 16, far, 4) == 0);
+                CHECK(be16(inner + 2) == 20 + 8 + ask.size());
+            }
+            const uint8_t *udp = inner + (v6 ? 40 : 20);
+            CHECK(be16(udp) == 40030);
+            CHECK(be16(udp + 2) == 53);
+            CHECK(be16(udp + 4) == 8 + ask.size());
+            CHECK(path.flows() == 0);
+            CHECK(asked == 1);
+            CHECK(path.stats().unreachable == 1);
+            // The next try, another port, within the second: from the cache.
+            REQUIRE(path.guest_frame(guest_datagram(v6, a.guest, far, 40031, 443, ask)) ==
+                    Verdict::Consumed);
+            CHECK(out.out.size() == 2);
+            CHECK(asked == 1);
+            CHECK(path.stats().unreachable_cached == 1);
+            // A second later it is tried for real again.
+            now += 1000;
+            REQUIRE(path.guest_frame(guest_datagram(v6, a.guest, far, 40032, 53, ask)) ==
+                    Verdict::Consumed);
+            CHECK(out.out.size() == 3);
+            CHECK(asked == 2);
+            CHECK(path.stats().unreachable == 2);
+        }
+    });
 }

@@ -16,6 +16,7 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
+#include "common/hash.hpp"
 
 namespace rknp::udp {
 
@@ -31,22 +32,49 @@ bool segmentation_refused(int err) {
 
 
 // A socket connected to the flow's host address (bound first to the
-// outbound address if one is set); invalid if any step fails.
-UniqueFd connect_host_socket(bool v6, const HostAddrs &addrs) {
+// outbound address if one is set), or why not: err, and whether it is a
+// shortage of our own (fds, memory, ephemeral ports), which says nothing
+// about the destination.
+struct HostSocket {
+    UniqueFd fd;
+    int err = 0;
+    bool shortage = false;
+};
+
+bool shortage_errno(int err) {
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EAGAIN;
+}
+
+HostSocket connect_host_socket(bool v6, const HostAddrs &addrs) {
+    HostSocket h;
     UniqueFd s(::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     const int one = 1;
     // IP_RECVERR: ICMP errors queue with their type and the datagram they
     // answer, which is what the guest must be told.
-    const bool ok =
-        s.valid() &&
+    if (!s.valid() ||
         (v6 ? ::setsockopt(s.get(), SOL_IPV6, IPV6_RECVERR, &one, sizeof one)
-            : ::setsockopt(s.get(), SOL_IP, IP_RECVERR, &one, sizeof one)) == 0 &&
-        (addrs.bind_len == 0 ||
-         ::bind(s.get(), reinterpret_cast<const sockaddr *>(&addrs.bind), addrs.bind_len) ==
-             0) &&
-        ::connect(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target),
-                  addrs.target_len) == 0;
-    return ok ? std::move(s) : UniqueFd();
+            : ::setsockopt(s.get(), SOL_IP, IP_RECVERR, &one, sizeof one)) != 0) {
+        h.err = errno;
+        // No IPv6 in this kernel (EAFNOSUPPORT) is the destination's
+        // business: no route to it.
+        h.shortage = h.err != EAFNOSUPPORT;
+        return h;
+    }
+    if (addrs.bind_len != 0 &&
+        ::bind(s.get(), reinterpret_cast<const sockaddr *>(&addrs.bind), addrs.bind_len) != 0) {
+        h.err = errno; // EADDRNOTAVAIL: the outbound address is not the host's
+        h.shortage = shortage_errno(h.err);
+        return h;
+    }
+    if (::connect(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target),
+                  addrs.target_len) != 0) {
+        h.err = errno;
+        // EADDRNOTAVAIL here: no ephemeral port left.
+        h.shortage = shortage_errno(h.err) || h.err == EADDRNOTAVAIL;
+        return h;
+    }
+    h.fd = std::move(s);
+    return h;
 }
 
 } // namespace
@@ -110,7 +138,16 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
         std::find(slirp_ends_.begin(), slirp_ends_.end(), GuestEnd{ipv4_of(d.src), d.sport}) !=
             slirp_ends_.end())
         return Verdict::NotMine;
-    if (!idx) idx = open_flow(d, r, h);
+    if (!idx) {
+        // A destination that failed a moment ago: told again, for free.
+        if (const Unreachable &u = unreachable_slot(d); u.until > now() && u.v6 == d.v6 &&
+                                                        std::memcmp(u.addr, d.dst, 16) == 0) {
+            tell_unreachable(d, u.icmp);
+            ++stats_.unreachable_cached;
+            return Verdict::Consumed;
+        }
+        idx = open_flow(d, r, h);
+    }
     if (!idx) return Verdict::Consumed; // refused: counted
     table_[*idx].last_ms = now();
     queue(table_[*idx], d.payload);
@@ -126,14 +163,30 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
     }
     const uint32_t idx = *slot;
     const HostAddrs addrs = host_addrs(cfg_, r, d.v6, d.dst, d.dport);
-    UniqueFd s = connect_host_socket(d.v6, addrs);
-    if (s.valid() &&
-        connected_to_itself(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target))) {
+    HostSocket hs = connect_host_socket(d.v6, addrs);
+    if (hs.fd.valid() &&
+        connected_to_itself(hs.fd.get(), reinterpret_cast<const sockaddr *>(&addrs.target))) {
         // While this one holds the port, a second socket gets another,
         // and the guest hears what nothing listening there means.
-        UniqueFd self = std::move(s);
-        s = connect_host_socket(d.v6, addrs);
+        HostSocket self = std::move(hs);
+        hs = connect_host_socket(d.v6, addrs);
     }
+    if (!hs.fd.valid() && !hs.shortage) {
+        // No route, no IPv6, a broadcast address (EACCES), an outbound
+        // address the host lacks: the guest hears it at once, as from a
+        // router (libslirp and the echo path answer so too), and so does
+        // its next try for a second.
+        const IcmpError e =
+            unreachable_for(hs.err, d.v6).value_or(*unreachable_for(ENETUNREACH, d.v6));
+        Unreachable &u = unreachable_slot(d);
+        std::memcpy(u.addr, d.dst, 16);
+        u.v6 = d.v6;
+        u.icmp = e;
+        u.until = now() + kUnreachableMs;
+        tell_unreachable(d, e);
+        ++stats_.unreachable;
+    }
+    UniqueFd s = std::move(hs.fd);
     const int one = 1;
     bool ok = s.valid();
     bool segmentation = cfg_.segmentation;
@@ -261,9 +314,41 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
                               ? ::send(flow_fd(f), data, len, MSG_DONTWAIT | MSG_NOSIGNAL)
                               : ::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (r >= 0) return true;
-        if (errno != EINTR && !icmp_left_error(errno)) return false;
+        // A full buffer drops the datagram, as a network would. Any other
+        // error may be one an ICMP message left on the connected socket
+        // (EMSGSIZE after a packet-too-big, EACCES, EOPNOTSUPP, ENONET,
+        // ECONNREFUSED, ...: the error queue tells the guest): it fails
+        // this one call and is gone. Once more, then; an error the path
+        // itself gives (a segment over its MTU) fails again, and only then
+        // does the caller decide that segmentation is refused.
+        if (send_would_block(errno)) return false;
     }
     return false;
+}
+
+FastPath::Unreachable &FastPath::unreachable_slot(const Datagram &d) {
+    // Keyed: the guest chooses the addresses.
+    uint64_t h = hash_mix(port_seed_, d.v6 ? 1 : 0);
+    h = hash_mix(h, load64(d.dst));
+    h = hash_mix(h, load64(d.dst + 8));
+    return unreachable_[hash_mix(h, port_seed_) % kUnreachableSlots];
+}
+
+void FastPath::tell_unreachable(const Datagram &d, const IcmpError &e) {
+    const Endpoints ep =
+        guest_flow_endpoints(cfg_, d.v6, d.src_mac, d.src, d.dst, d.sport, d.dport);
+    // From the gateway, with its MAC: as libslirp's icmp_send_error.
+    Endpoints gw = ep;
+    if (d.v6) {
+        std::memcpy(gw.remote, &cfg_.gateway6, 16);
+        gateway_mac6(gw.remote, gw.gw_mac);
+    } else {
+        map_v4(ipv4_bytes(cfg_.gateway4).data(), gw.remote);
+    }
+    const size_t len = build_icmp_error(icmp_.data(), gw, ep, e, d.payload, d.payload.size(),
+                                        uint16_t(ip_id_++));
+    guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
+    ++stats_.icmp_to_guest;
 }
 
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {

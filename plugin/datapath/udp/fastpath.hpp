@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -79,6 +80,10 @@ struct FastPathStats {
     uint64_t flows_opened = 0, flows_refused = 0, flows_expired = 0;
     uint64_t datagrams_to_host = 0, datagrams_to_guest = 0;
     uint64_t dropped_to_host = 0;  // the host socket refused them
+    // A flow that could not connect (socket, bind or connect failed): the
+    // guest told with ICMP unreachable, for the first datagram and for
+    // those the short negative cache answered.
+    uint64_t unreachable = 0, unreachable_cached = 0;
     uint64_t segmented_sends = 0;  // UDP_SEGMENT sends (of > 1 datagram)
     uint64_t gso_frames = 0;       // guest-bound frames of > 1 datagram
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
@@ -211,6 +216,21 @@ private:
 
     int64_t now() const;
     std::optional<uint32_t> open_flow(const Datagram &d, Route r, uint64_t h);
+    // A destination a flow could not connect to, kUnreachableMs long: its
+    // datagrams are answered from here, without an admission token and
+    // the system calls of another try (Happy Eyeballs tries the next
+    // address at once).
+    struct Unreachable {
+        uint8_t addr[16]{};
+        bool v6 = false;
+        IcmpError icmp;
+        int64_t until = -1;
+    };
+    static constexpr size_t kUnreachableSlots = 64; // direct-mapped, keyed
+    static constexpr int64_t kUnreachableMs = 1000;
+    Unreachable &unreachable_slot(const Datagram &d);
+    // ICMP e to the guest about d, from the gateway (a router's answer).
+    void tell_unreachable(const Datagram &d, const IcmpError &e);
     void close_flow(uint32_t idx);
     void close_client(uint32_t idx); // of clients_
     void queue(Flow &f, std::span<const uint8_t> payload);
@@ -226,6 +246,11 @@ private:
     // An error an earlier ICMP message left on a connected socket: it fails
     // one call, and the error queue tells the guest about it.
     static bool icmp_left_error(int err);
+    // A send error that means "try later" (a full buffer): anything else
+    // may be one an ICMP message left, gone after the call it failed.
+    static bool send_would_block(int err) {
+        return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
+    }
     int flow_fd(const Flow &f) const { return f.fwd >= 0 ? fwds_[size_t(f.fwd)].fd.get() : f.sock.get(); }
     // Reads a forward's socket (one recvmmsg batch: level-triggered).
     void receive_forward(size_t slot);
@@ -265,6 +290,7 @@ private:
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};
     uint32_t ip_id_ = 0;
     bool guest_gso_ = false;
+    std::array<Unreachable, kUnreachableSlots> unreachable_{};
     struct GuestEnd {
         uint32_t addr4;
         uint16_t port;

@@ -5,6 +5,7 @@
 #include "datapath/udp/frame.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "datapath/checksum.hpp"
@@ -169,14 +170,35 @@ bool Fragments::next(uint8_t *hdr, size_t &hdr_len, std::span<const uint8_t> &pa
     return true;
 }
 
-size_t build_icmp_error(uint8_t *out, const Endpoints &ep, const IcmpError &e,
-                        std::span<const uint8_t> quote, size_t payload_len,
-                        uint16_t ip_id) {
+std::optional<IcmpError> unreachable_for(int err, bool v6) {
+    // Destination unreachable: ICMP type 3, ICMPv6 type 1.
+    const uint8_t type = v6 ? 1 : 3;
+    switch (err) {
+    case ENETUNREACH:
+        return IcmpError{type, 0, 0};
+    case EHOSTUNREACH:
+    case EHOSTDOWN:
+    case ENONET:
+        return IcmpError{type, uint8_t(v6 ? 3 : 1), 0};
+    case ECONNREFUSED:
+        return IcmpError{type, uint8_t(v6 ? 4 : 3), 0};
+    case EACCES:
+    case EPERM:
+        return IcmpError{type, uint8_t(v6 ? 1 : 13), 0};
+    default:
+        return std::nullopt;
+    }
+}
+
+size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &ep,
+                        const IcmpError &e, std::span<const uint8_t> quote,
+                        size_t payload_len, uint16_t ip_id) {
     quote = quote.first(std::min(quote.size(), kIcmpQuote));
     const size_t inner_ip = ep.v6 ? kIp6Len : kIp4Len;
     const size_t icmp_len = 8 + inner_ip + kUdpLen + quote.size();
     const uint8_t proto = ep.v6 ? kProtoIcmp6 : kProtoIcmp;
-    const size_t l4 = put_eth_ip(out, ep, ep.remote, ep.guest, icmp_len, proto, ip_id, 0);
+    const size_t l4 =
+        put_eth_ip(out, outer, outer.remote, outer.guest, icmp_len, proto, ip_id, 0);
     uint8_t *icmp = out + l4;
     icmp[0] = e.type;
     icmp[1] = e.code;
@@ -211,7 +233,7 @@ size_t build_icmp_error(uint8_t *out, const Endpoints &ep, const IcmpError &e,
             std::min<size_t>(udp_len, 0xffff), 0);
     std::memcpy(inner + inner_ip + kUdpLen, quote.data(), quote.size());
     uint64_t sum = csum_add(0, icmp, icmp_len);
-    if (ep.v6) sum += pseudo_sum(true, ep.remote, ep.guest, icmp_len, kProtoIcmp6);
+    if (ep.v6) sum += pseudo_sum(true, outer.remote, outer.guest, icmp_len, kProtoIcmp6);
     put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
     return l4 + icmp_len;
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "datapath/flows/endpoints.hpp"
@@ -89,18 +90,28 @@ private:
     uint16_t csum_; // the UDP checksum, complete
 };
 
-// What a host socket's error queue reported (sock_extended_err).
+// What a host socket's error queue reported (sock_extended_err), or what
+// the guest is told for an errno.
 struct IcmpError {
     uint8_t type = 0, code = 0; // ICMP (v4) or ICMPv6 (v6) numbering
     uint32_t info = 0;          // next-hop MTU for "too big" errors
 };
 
+// The destination-unreachable error that stands for err, as a router or
+// host would have sent it (libslirp and the echo path answer so too):
+// ENETUNREACH net unreachable (ICMPv6 no route), EHOSTUNREACH, EHOSTDOWN
+// and ENONET host (address) unreachable, ECONNREFUSED port unreachable,
+// EACCES and EPERM administratively prohibited; nothing for any other.
+std::optional<IcmpError> unreachable_for(int err, bool v6);
+
 // Writes into out (kMaxIcmpFrame bytes) the Ethernet frame of an ICMP
-// error from the flow's remote to the guest about the guest's datagram
-// of payload_len bytes whose first bytes quote holds; returns its length,
-// checksums complete.
-size_t build_icmp_error(uint8_t *out, const Endpoints &ep, const IcmpError &e,
-                        std::span<const uint8_t> quote, size_t payload_len,
-                        uint16_t ip_id);
+// error from outer.remote to outer.guest (with outer's MACs) about the
+// guest's datagram of the flow ep, of payload_len bytes whose first bytes
+// quote holds; returns its length, checksums complete. outer is ep for an
+// error from the flow's remote, or the gateway's endpoints for one the
+// parent answers itself.
+size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &ep,
+                        const IcmpError &e, std::span<const uint8_t> quote,
+                        size_t payload_len, uint16_t ip_id);
 
 } // namespace rknp::udp

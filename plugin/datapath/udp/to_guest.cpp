@@ -172,7 +172,7 @@ void FastPath::drain_errors(uint32_t idx) {
             if (ee.ee_origin != SO_EE_ORIGIN_ICMP && ee.ee_origin != SO_EE_ORIGIN_ICMP6) continue;
             const IcmpError e{ee.ee_type, ee.ee_code, ee.ee_info};
             const size_t got = std::min(size_t(r), sizeof quote);
-            const size_t len = build_icmp_error(icmp_.data(), f.ep, e, {quote, got},
+            const size_t len = build_icmp_error(icmp_.data(), f.ep, f.ep, e, {quote, got},
                                                 size_t(r), uint16_t(ip_id_++));
             guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
             ++stats_.icmp_to_guest;
