@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -723,4 +725,78 @@ TEST_CASE("udp_fastpath: a flow that cannot connect answers ICMP unreachable, th
             CHECK(path.stats().unreachable == 2);
         }
     });
+}
+
+namespace {
+
+// This process's UDP socket bound to local: a flow's socket, found by its
+// address (the fast path does not hand it out).
+int socket_at(const sockaddr_storage &local) {
+    for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::atoi(e.path().filename().c_str());
+        int type = 0;
+        socklen_t tl = sizeof type;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_DGRAM ||
+            ::getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0 ||
+            ss.ss_family != local.ss_family)
+            continue;
+        if (ss.ss_family == AF_INET6 ? std::memcmp(&ss, &local, sizeof(sockaddr_in6)) == 0
+                                     : std::memcmp(&ss, &local, sizeof(sockaddr_in)) == 0)
+            return fd;
+    }
+    return -1;
+}
+
+} // namespace
+
+TEST_CASE("udp_fastpath: an error set on a socket with nothing queued wakes the loop once") {
+    // Without IP_RECVERR the kernel sets an ICMP error on a connected
+    // socket and queues nothing: the state an error that found no room in
+    // the error queue (a full receive buffer, no memory) leaves. EPOLLERR
+    // stays raised until the error is read; level-triggered, every round
+    // would come back to the flow until it expired.
+    for (bool v6 : {false, true}) {
+        CAPTURE(v6);
+        Rig rig;
+        Addrs a(v6);
+        std::optional<HostSocket> srv(std::in_place, v6);
+        const uint16_t port = srv->port;
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40040, port, pattern(50, 1))) ==
+                Verdict::Consumed);
+        rig.path.end_of_input();
+        sockaddr_storage flow{};
+        REQUIRE(srv->recv(&flow));
+        const int fd = socket_at(flow);
+        REQUIRE(fd >= 0);
+        const int off = 0;
+        REQUIRE(::setsockopt(fd, v6 ? SOL_IPV6 : SOL_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &off,
+                             sizeof off) == 0);
+        srv.reset(); // the next datagram meets port unreachable
+        REQUIRE(rig.path.guest_frame(a.to_gateway(40040, port, pattern(50, 2))) ==
+                Verdict::Consumed);
+        rig.path.end_of_input();
+        int wakeups = 0;
+        for (int i = 0; i < 10; ++i) {
+            pollfd p{rig.path.epoll_fd(), POLLIN, 0};
+            if (::poll(&p, 1, i == 0 ? 2000 : 0) != 1) break;
+            rig.path.poll_events();
+            ++wakeups;
+        }
+        CHECK(wakeups == 1);
+        CHECK(rig.path.stats().socket_errors == 1);
+        // The guest still hears what the error was.
+        REQUIRE(rig.guest.out.size() == 1);
+        Ip ip = ip_of(rig.guest.out[0].frame, v6);
+        CHECK(ip.proto == (v6 ? 58 : 1));
+        REQUIRE(ip.payload.size() >= 8 + (v6 ? 40u : 20u) + 8);
+        CHECK(ip.payload[0] == (v6 ? 1 : 3));
+        CHECK(ip.payload[1] == (v6 ? 4 : 3)); // port unreachable
+        CHECK(l4_checksum_ok(v6, ip.hdr, ip.payload, v6 ? 58 : 1));
+        const uint8_t *udp = ip.payload.data() + 8 + (v6 ? 40 : 20);
+        CHECK(be16(udp) == 40040);
+        CHECK(be16(udp + 2) == port);
+        CHECK(rig.path.flows() == 1);
+    }
 }

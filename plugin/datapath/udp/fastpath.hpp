@@ -88,6 +88,7 @@ struct FastPathStats {
     uint64_t gso_frames = 0;       // guest-bound frames of > 1 datagram
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
     uint64_t icmp_to_guest = 0;    // errors relayed
+    uint64_t socket_errors = 0;    // errors set with nothing queued (SO_ERROR)
     uint64_t malformed = 0;
     // Forwarded ports: datagrams from clients; clients given another
     // port than their own towards the guest (another client the gateway
@@ -243,6 +244,9 @@ private:
     // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
     void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
     void drain_errors(uint32_t idx);
+    // The socket's pending error (SO_ERROR), which nothing queued stands
+    // for: cleared, and the guest told what it means.
+    void take_socket_error(Flow &f);
     // An error an earlier ICMP message left on a connected socket: it fails
     // one call, and the error queue tells the guest about it.
     static bool icmp_left_error(int err);

@@ -160,7 +160,16 @@ void FastPath::drain_errors(uint32_t idx) {
         m.msg_control = ctl;
         m.msg_controllen = sizeof ctl;
         const ssize_t r = ::recvmsg(f.sock.get(), &m, MSG_ERRQUEUE | MSG_DONTWAIT);
-        if (r < 0) break;
+        if (r < 0) {
+            // Woken with nothing queued: an error is set on the socket that
+            // never made it into the queue (no room in the receive buffer,
+            // no memory; or IP_RECVERR lost). It keeps EPOLLERR raised in
+            // the level-triggered set, and the loop would spin at full CPU
+            // until the flow expires (180 s): SO_ERROR reads and clears it.
+            // (With entries queued, taking the last ICMP one clears it.)
+            if (k == 0) take_socket_error(f);
+            break;
+        }
         for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
             const bool recverr = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
                                  (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
@@ -178,6 +187,21 @@ void FastPath::drain_errors(uint32_t idx) {
             ++stats_.icmp_to_guest;
         }
     }
+}
+
+void FastPath::take_socket_error(Flow &f) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(f.sock.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0) return;
+    ++stats_.socket_errors;
+    // What the error says, without the ICMP message's type or quote: the
+    // guest hears the unreachable it stands for, if any (its connected
+    // socket then fails as the host's did), quoting only the headers.
+    const std::optional<IcmpError> e = unreachable_for(err, f.ep.v6);
+    if (!e) return;
+    const size_t n = build_icmp_error(icmp_.data(), f.ep, f.ep, *e, {}, 0, uint16_t(ip_id_++));
+    guest_.write_frame(VnetHdr{}, {icmp_.data(), n}, {});
+    ++stats_.icmp_to_guest;
 }
 
 } // namespace rknp::udp
