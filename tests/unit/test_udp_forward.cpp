@@ -634,3 +634,20 @@ TEST_CASE("udp_forward: on a wildcard address, replies leave from the address th
         }
     });
 }
+
+TEST_CASE("udp_forward: the guest's port unreachable ends a client's flow") {
+    FwdRig rig;
+    HostSocket client(false);
+    rig.send_from(client, pattern(10, 1));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.forward_flows() == 1);
+    CHECK(rig.path.guest_frame(guest_port_unreachable(false, kGuest4, kGateway4, kGuestPort,
+                                                      client.port, 10)) == Verdict::Consumed);
+    CHECK(rig.path.forward_flows() == 0);
+    CHECK(rig.path.stats().closed_by_guest == 1);
+    // The client's next datagram is a new client to the forward.
+    rig.send_from(client, pattern(10, 2));
+    REQUIRE(rig.poll_host());
+    CHECK(rig.path.forward_flows() == 1);
+    CHECK(rig.guest.out.size() == 2);
+}

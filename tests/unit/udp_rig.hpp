@@ -2,8 +2,9 @@
 
 // The UDP fast path's test rig: a udp::FastPath with a fake clock whose
 // guest-bound frames are collected, guest datagram frames to feed it, host
-// UDP sockets on loopback to talk to, and checks of what the guest gets
-// (checksums as the guest's kernel verifies them, IP reassembly).
+// UDP sockets on loopback to talk to, the guest's ICMP port unreachable,
+// and checks of what the guest gets (checksums as the guest's kernel
+// verifies them, IP reassembly).
 #pragma once
 
 #include <arpa/inet.h>
@@ -85,6 +86,58 @@ inline Bytes guest_datagram(bool v6, const uint8_t *src, const uint8_t *dst,
     if (!payload.empty()) std::memcpy(u + 8, payload.data(), payload.size());
     uint16_t c = uint16_t(~csum_fold(csum_add(pseudo, u, udp_len)));
     put_be16(u + 6, c == 0 ? 0xffff : c);
+    return f;
+}
+
+// The guest's ICMP port unreachable (ICMPv6 1/4) about the datagram
+// remote:rport -> guest:gport of payload_len bytes it got, its headers
+// quoted; checksums complete.
+inline Bytes guest_port_unreachable(bool v6, const uint8_t *guest, const uint8_t *remote,
+                                    uint16_t gport, uint16_t rport, size_t payload_len) {
+    const size_t ip_len = v6 ? 40 : 20, icmp_len = 8 + ip_len + 8;
+    Bytes f(14 + ip_len + icmp_len, 0);
+    std::memset(f.data(), 0x52, 6);
+    std::memcpy(f.data() + 6, kGuestMac, 6);
+    uint8_t *ip = f.data() + 14, *icmp = ip + ip_len, *in = icmp + 8;
+    icmp[0] = v6 ? 1 : 3;
+    icmp[1] = v6 ? 4 : 3;
+    if (!v6) {
+        put_be16(f.data() + 12, 0x0800);
+        ip[0] = in[0] = 0x45;
+        put_be16(ip + 2, uint16_t(20 + icmp_len));
+        put_be16(in + 2, uint16_t(20 + 8 + payload_len));
+        ip[8] = in[8] = 64;
+        ip[9] = 1;
+        in[9] = 17;
+        std::memcpy(ip + 12, guest, 4);
+        std::memcpy(ip + 16, remote, 4);
+        std::memcpy(in + 12, remote, 4);
+        std::memcpy(in + 16, guest, 4);
+        put_be16(in + 10, uint16_t(~csum_fold(csum_add(0, in, 20))));
+        put_be16(ip + 10, uint16_t(~csum_fold(csum_add(0, ip, 20))));
+    } else {
+        put_be16(f.data() + 12, 0x86dd);
+        ip[0] = in[0] = 0x60;
+        put_be16(ip + 4, uint16_t(icmp_len));
+        put_be16(in + 4, uint16_t(8 + payload_len));
+        ip[6] = 58;
+        in[6] = 17;
+        ip[7] = in[7] = 64;
+        std::memcpy(ip + 8, guest, 16);
+        std::memcpy(ip + 24, remote, 16);
+        std::memcpy(in + 8, remote, 16);
+        std::memcpy(in + 24, guest, 16);
+    }
+    uint8_t *u = in + ip_len;
+    put_be16(u, rport);
+    put_be16(u + 2, gport);
+    put_be16(u + 4, uint16_t(8 + payload_len));
+    uint64_t sum = csum_add(0, icmp, icmp_len);
+    if (v6) {
+        uint8_t tail[8] = {0, 0, uint8_t(icmp_len >> 8), uint8_t(icmp_len), 0, 0, 0, 58};
+        sum = csum_add(csum_add(sum, ip + 8, 32), tail, 8);
+    }
+    put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
     return f;
 }
 

@@ -100,7 +100,8 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     Datagram d;
     switch (parse_datagram(frame, d)) {
     case Parse::NotUdp:
-        return Verdict::NotMine;
+        return parse_port_unreachable(frame, d) && guest_port_unreachable(d) ? Verdict::Consumed
+                                                                               : Verdict::NotMine;
     case Parse::Malformed:
         ++stats_.malformed;
         return Verdict::Consumed;
@@ -313,7 +314,10 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         const ssize_t r = used == 0 && m.msg_name == nullptr
                               ? ::send(flow_fd(f), data, len, MSG_DONTWAIT | MSG_NOSIGNAL)
                               : ::sendmsg(flow_fd(f), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (r >= 0) return true;
+        if (r >= 0) {
+            f.last_len = uint16_t(std::min(seg, len));
+            return true;
+        }
         // A full buffer drops the datagram, as a network would. Any other
         // error may be one an ICMP message left on the connected socket
         // (EMSGSIZE after a packet-too-big, EACCES, EOPNOTSUPP, ENONET,
@@ -324,6 +328,25 @@ bool FastPath::send(Flow &f, const uint8_t *data, size_t len, size_t seg) {
         if (send_would_block(errno)) return false;
     }
     return false;
+}
+
+bool FastPath::guest_port_unreachable(const Datagram &q) {
+    // The guest's socket for host datagrams is gone: so is the flow, or a
+    // remote that goes on sending would keep its slot (and socket) for
+    // ever. Its next datagram meets the host's own port unreachable.
+    if (!q.v6) {
+        if (std::optional<uint32_t> c = clients_.find_guest_side(q.dst, q.src, q.dport, q.sport)) {
+            close_client(*c);
+            ++stats_.closed_by_guest;
+            return true;
+        }
+    }
+    const uint64_t h = table_.hash(q.dst, q.src, q.dport, q.sport, q.v6);
+    const std::optional<uint32_t> idx = table_.find(q.dst, q.src, q.dport, q.sport, q.v6, h);
+    if (!idx) return false; // libslirp's, or nobody's
+    close_flow(*idx);
+    ++stats_.closed_by_guest;
+    return true;
 }
 
 FastPath::Unreachable &FastPath::unreachable_slot(const Datagram &d) {
@@ -346,7 +369,8 @@ void FastPath::tell_unreachable(const Datagram &d, const IcmpError &e) {
         map_v4(ipv4_bytes(cfg_.gateway4).data(), gw.remote);
     }
     const size_t len = build_icmp_error(icmp_.data(), gw, ep, e, d.payload, d.payload.size(),
-                                        uint16_t(ip_id_++));
+                                        uint16_t(ip_id_), cfg_.mtu);
+    if (len == 0) return;
     guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
     ++stats_.icmp_to_guest;
 }

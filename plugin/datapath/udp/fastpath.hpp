@@ -89,6 +89,7 @@ struct FastPathStats {
     uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
     uint64_t icmp_to_guest = 0;    // errors relayed
     uint64_t socket_errors = 0;    // errors set with nothing queued (SO_ERROR)
+    uint64_t closed_by_guest = 0;  // flows the guest's port unreachable ended
     uint64_t malformed = 0;
     // Forwarded ports: datagrams from clients; clients given another
     // port than their own towards the guest (another client the gateway
@@ -113,6 +114,8 @@ public:
 
     // A checksum-complete or partial Ethernet frame from the guest (vnet
     // header stripped; IP fragments reassembled). NotMine: libslirp's.
+    // The guest's ICMP port unreachable about a flow's datagram ends that
+    // flow (Consumed).
     Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
     Traits traits() const override {
         return {.needs_vnet_hdr = true, .lingering_flows = true};
@@ -232,6 +235,9 @@ private:
     Unreachable &unreachable_slot(const Datagram &d);
     // ICMP e to the guest about d, from the gateway (a router's answer).
     void tell_unreachable(const Datagram &d, const IcmpError &e);
+    // The guest's port unreachable about the datagram q (as it went to
+    // the guest): closes its flow; false if none is ours.
+    bool guest_port_unreachable(const Datagram &q);
     void close_flow(uint32_t idx);
     void close_client(uint32_t idx); // of clients_
     void queue(Flow &f, std::span<const uint8_t> payload);

@@ -40,6 +40,10 @@ struct Flow {
     bool answered = false;    // the other side spoke back (the host, or
                               // for a forward's client the guest)
     bool segmentation = true; // UDP_SEGMENT works towards this peer
+    // The length of the last datagram sent (a run's segment size), for the
+    // quote of an ICMP error: the error queue gives only the bytes the
+    // ICMP message quoted, often none past the UDP header.
+    uint16_t last_len = 0;
     // A forward's client: replies sendto client on that forward's socket.
     int32_t fwd = -1;
     ClientAddr client{};

@@ -192,9 +192,15 @@ std::optional<IcmpError> unreachable_for(int err, bool v6) {
 
 size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &ep,
                         const IcmpError &e, std::span<const uint8_t> quote,
-                        size_t payload_len, uint16_t ip_id) {
-    quote = quote.first(std::min(quote.size(), kIcmpQuote));
+                        size_t payload_len, uint16_t ip_id, uint32_t mtu) {
     const size_t inner_ip = ep.v6 ? kIp6Len : kIp4Len;
+    // The IP packet within the guest's MTU (IPv4's may be 68: room for 12
+    // bytes of payload after the quoted headers).
+    const size_t headers = inner_ip + 8 + inner_ip + kUdpLen;
+    if (mtu < headers) return 0;
+    quote = quote.first(std::min({quote.size(), kIcmpQuote, size_t(mtu) - headers}));
+    // The quote is of a datagram at least as long as what it holds.
+    payload_len = std::max(payload_len, quote.size());
     const size_t icmp_len = 8 + inner_ip + kUdpLen + quote.size();
     const uint8_t proto = ep.v6 ? kProtoIcmp6 : kProtoIcmp;
     const size_t l4 =
@@ -236,6 +242,38 @@ size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &e
     if (ep.v6) sum += pseudo_sum(true, outer.remote, outer.guest, icmp_len, kProtoIcmp6);
     put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
     return l4 + icmp_len;
+}
+
+bool parse_port_unreachable(std::span<const uint8_t> frame, Datagram &q) {
+    IpPacket ip;
+    if (parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip) != IpParse::Ok) return false;
+    const std::span<const uint8_t> icmp = ip.l4;
+    if (icmp.size() < 8) return false;
+    if (ip.v6 ? (icmp[0] != 1 || icmp[1] != 4) : (icmp[0] != 3 || icmp[1] != 3)) return false;
+    const uint8_t *in = icmp.data() + 8;
+    const size_t left = icmp.size() - 8;
+    size_t inner;
+    if (ip.v6) {
+        inner = kIp6Len;
+        if (left < inner + kUdpLen || (in[0] >> 4) != 6 || in[6] != kProtoUdp) return false;
+        std::memcpy(q.src, in + 8, 16);
+        std::memcpy(q.dst, in + 24, 16);
+    } else {
+        inner = size_t(in[0] & 0x0f) * 4;
+        if ((in[0] >> 4) != 4 || inner < kIp4Len || left < inner + kUdpLen ||
+            in[9] != kProtoUdp)
+            return false;
+        map_v4(in + 12, q.src);
+        map_v4(in + 16, q.dst);
+    }
+    // Only the address the datagram went to may say its port is closed.
+    if (std::memcmp(ip.src, q.dst, 16) != 0) return false;
+    q.v6 = ip.v6;
+    std::memcpy(q.src_mac, frame.data() + 6, 6);
+    q.sport = be16(in + inner);
+    q.dport = be16(in + inner + 2);
+    q.payload = {};
+    return true;
 }
 
 } // namespace rknp::udp

@@ -107,11 +107,18 @@ std::optional<IcmpError> unreachable_for(int err, bool v6);
 // Writes into out (kMaxIcmpFrame bytes) the Ethernet frame of an ICMP
 // error from outer.remote to outer.guest (with outer's MACs) about the
 // guest's datagram of the flow ep, of payload_len bytes whose first bytes
-// quote holds; returns its length, checksums complete. outer is ep for an
-// error from the flow's remote, or the gateway's endpoints for one the
-// parent answers itself.
+// quote holds (as many as fit the guest's MTU, at most kIcmpQuote);
+// returns its length, checksums complete, or 0 if not even the quoted
+// headers fit the MTU. outer is ep for an error from the flow's remote,
+// or the gateway's endpoints for one the parent answers itself.
 size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &ep,
                         const IcmpError &e, std::span<const uint8_t> quote,
-                        size_t payload_len, uint16_t ip_id);
+                        size_t payload_len, uint16_t ip_id, uint32_t mtu);
+
+// A guest's ICMP port unreachable (ICMPv6 1/4) about a UDP datagram it got
+// from us: the quoted datagram's addresses (IPv4-mapped unless v6) and
+// ports in quoted (src: our side, dst: the guest's); false for anything
+// else, or one not from the address the datagram went to.
+bool parse_port_unreachable(std::span<const uint8_t> frame, Datagram &quoted);
 
 } // namespace rknp::udp

@@ -102,8 +102,8 @@ void FastPath::receive(uint32_t idx, size_t batch) {
         for (size_t k = i; k < j; ++k)
             gather_[k - i] = iovec{rx_buf_.data() + k * kRecvBuf, rx_msgs_[k].msg_len};
         VnetHdr v{};
+        // The IPv4 id: only fragments need one of their own (below).
         const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, total, len, uint16_t(ip_id_));
-        ip_id_ += uint32_t(j - i);
         guest_.write_frame_parts(v, {hdr_.data(), h}, {gather_.data(), j - i});
         stats_.datagrams_to_guest += j - i;
         ++stats_.gso_frames;
@@ -117,8 +117,6 @@ void FastPath::run_to_guest(Flow &f, std::span<const uint8_t> p, size_t seg) {
         VnetHdr v{};
         const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, p.size(), seg,
                                              uint16_t(ip_id_));
-        // The guest numbers each datagram's IPv4 id from the frame's.
-        ip_id_ += uint32_t((p.size() + seg - 1) / seg);
         guest_.write_frame(v, {hdr_.data(), h}, p);
         stats_.datagrams_to_guest += (p.size() + seg - 1) / seg;
         ++stats_.gso_frames;
@@ -133,12 +131,17 @@ void FastPath::to_guest(Flow &f, std::span<const uint8_t> payload) {
     ++stats_.datagrams_to_guest;
     if (fits_mtu(f.ep, payload.size(), cfg_.mtu)) {
         VnetHdr v{};
-        const size_t h = build_datagram(hdr_.data(), v, f.ep, payload.size(), uint16_t(ip_id_++));
+        // The IPv4 id matters only to reassembly: a whole datagram takes
+        // the current one, and the counter moves only for fragments, so
+        // it wraps after 65536 fragmented datagrams (not every 0.25 s at
+        // 260k datagrams a second) while their fragments may still meet
+        // in the guest's reassembly queue.
+        const size_t h = build_datagram(hdr_.data(), v, f.ep, payload.size(), uint16_t(ip_id_));
         guest_.write_frame(v, {hdr_.data(), h}, payload);
         return;
     }
     ++stats_.fragmented;
-    Fragments frags(f.ep, payload, cfg_.mtu, ip_id_++);
+    Fragments frags(f.ep, payload, cfg_.mtu, ++ip_id_);
     size_t h = 0;
     std::span<const uint8_t> part;
     while (frags.next(hdr_.data(), h, part)) guest_.write_frame(VnetHdr{}, {hdr_.data(), h}, part);
@@ -181,8 +184,15 @@ void FastPath::drain_errors(uint32_t idx) {
             if (ee.ee_origin != SO_EE_ORIGIN_ICMP && ee.ee_origin != SO_EE_ORIGIN_ICMP6) continue;
             const IcmpError e{ee.ee_type, ee.ee_code, ee.ee_info};
             const size_t got = std::min(size_t(r), sizeof quote);
+            // The datagram's own length, not the quote's: a router may
+            // quote 8 bytes of it (RFC 792), and the guest's kernel guesses
+            // a path MTU from the quoted length when no MTU is given. The
+            // flow's last datagram is the best guess of the one that
+            // erred; at least as long as what the quote holds.
             const size_t len = build_icmp_error(icmp_.data(), f.ep, f.ep, e, {quote, got},
-                                                size_t(r), uint16_t(ip_id_++));
+                                                std::max<size_t>(size_t(r), f.last_len),
+                                                uint16_t(ip_id_), cfg_.mtu);
+            if (len == 0) continue;
             guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
             ++stats_.icmp_to_guest;
         }
@@ -199,7 +209,9 @@ void FastPath::take_socket_error(Flow &f) {
     // socket then fails as the host's did), quoting only the headers.
     const std::optional<IcmpError> e = unreachable_for(err, f.ep.v6);
     if (!e) return;
-    const size_t n = build_icmp_error(icmp_.data(), f.ep, f.ep, *e, {}, 0, uint16_t(ip_id_++));
+    const size_t n = build_icmp_error(icmp_.data(), f.ep, f.ep, *e, {}, f.last_len,
+                                      uint16_t(ip_id_), cfg_.mtu);
+    if (n == 0) return;
     guest_.write_frame(VnetHdr{}, {icmp_.data(), n}, {});
     ++stats_.icmp_to_guest;
 }
