@@ -10,13 +10,13 @@
 
 #include <string_view>
 
+#include "cmd/common/control_protocol.hpp"
+
 namespace s4n {
 
-enum class RequestState {
-    Incomplete, // a prefix of some valid JSON text: wait for more bytes
-    Complete,   // the first value is whole: answer it
-    Invalid,    // no continuation parses: answer "cannot parse JSON" now
-};
+// Incomplete: a prefix of some valid JSON text; Complete: the first value
+// is whole; Invalid: no continuation parses ("cannot parse JSON" now).
+using cmd::RequestState;
 
 // The request as parson sees it (slirp4netns hands it a C string): the
 // bytes up to the first NUL.

@@ -4,8 +4,6 @@
 #include "hostfwd_api.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <sys/eventfd.h>
 
 #include <algorithm>
 #include <climits>
@@ -16,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "api_request.hpp"
-#include "cmd/common/unique_fd.hpp"
 
 namespace s4n {
 
@@ -74,38 +71,21 @@ std::string error_reply(const std::string &desc) {
     return Json{{"error", {{"desc", desc}}}}.dump();
 }
 
-bool RknpForwards::add(const rknp_forward &f, uint32_t &id, std::string &error) {
-    rknp_error *err = nullptr;
-    if (rknp_parent_add_forward(parent_, &f, &id, &err) == RKNP_OK) return true;
-    error = rknp_error_message(err);
-    rknp_error_free(err);
-    return false;
+cmd::RequestState HostFwdApi::state(std::string_view bytes) const {
+    return request_state(bytes);
 }
 
-bool RknpForwards::remove(uint32_t id, std::string &error) {
-    rknp_error *err = nullptr;
-    if (rknp_parent_remove_forward(parent_, id, &err) == RKNP_OK) return true;
-    error = rknp_error_message(err);
-    rknp_error_free(err);
-    return false;
+std::string HostFwdApi::answer(std::string_view bytes) {
+    std::fprintf(stderr, "api_handler: got request: %.*s\n",
+                 int(request_text(bytes).size()), request_text(bytes).data());
+    return handle(bytes);
 }
 
-// Counting entries of /proc/self/fd would need /proc, which the sandbox
-// has not; the highest fd says nothing about the holes below it. Opening
-// them is the one measure that is exact everywhere: an eventfd and dups
-// of it (dups take no system-wide file), all closed before returning.
-int spare_fds(int want) {
-    if (want <= 0) return 0;
-    std::vector<cmd::UniqueFd> held;
-    held.reserve(size_t(want));
-    held.emplace_back(::eventfd(0, EFD_CLOEXEC));
-    if (!held.back()) return 0;
-    while (int(held.size()) < want) {
-        cmd::UniqueFd fd(::fcntl(held.front().get(), F_DUPFD_CLOEXEC, 0));
-        if (!fd) break;
-        held.push_back(std::move(fd));
-    }
-    return int(held.size());
+// As slirp4netns: whatever the bytes were.
+std::string HostFwdApi::too_large(std::string_view) {
+    std::fprintf(stderr, "api_handler: too large message (>= %zu bytes)\n",
+                 max_request());
+    return error_reply("bad request: too large message");
 }
 
 std::string HostFwdApi::handle(std::string_view request) {
@@ -162,7 +142,7 @@ template <class J> std::string HostFwdApi::add(const J &req) {
         return error_reply(pre + "too many forwards (max " +
                            std::to_string(limits_.max_forwards) + ")");
     }
-    if (int spare = spare_fds(limits_.fd_reserve); spare < limits_.fd_reserve) {
+    if (int spare = cmd::spare_fds(limits_.fd_reserve); spare < limits_.fd_reserve) {
         std::fprintf(stderr,
                      "api_handler: add_hostfwd: refused: %d file descriptors "
                      "left under RLIMIT_NOFILE, %d kept in reserve\n",

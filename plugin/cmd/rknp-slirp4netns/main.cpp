@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "api_socket.hpp"
 #include "hostfwd_api.hpp"
 #include "cmd/common/child_process.hpp"
+#include "cmd/common/control_socket.hpp"
 #include "cli.hpp"
 #include "cmd/common/errors.hpp"
 #include "cmd/common/monotonic.hpp"
@@ -144,7 +144,7 @@ std::optional<Outcome> wait_for_child(cmd::ChildProcess &child, int sigfd,
 // exit fd. The target is looked at every second too (a netns path, or a
 // PID without pidfd, has no fd to poll).
 Outcome serve(int sigfd, int exit_fd, const cmd::TargetWatch &watch,
-              ApiSocket *api) {
+              cmd::ControlSocket *api) {
     std::vector<pollfd> fds;
     for (;;) {
         long now = cmd::now_ms();
@@ -215,14 +215,11 @@ Outcome run(int argc, char *argv[]) {
         std::printf("NOTE: without --configure the tap is left without an "
                     "address (rknp sets link up, MTU and offloads)\n");
 
-    // Bound here, while the process has one thread (ApiSocket's umask).
-    RknpForwards forwards(parent.get());
+    // Bound here, while the process has one thread (ControlSocket's umask).
+    cmd::RknpForwards forwards(parent.get());
     HostFwdApi hostfwd(forwards, netcfg.recommended_guest());
-    std::optional<ApiSocket> api;
-    if (o.api_socket)
-        api.emplace(*o.api_socket, [&hostfwd](std::string_view request) {
-            return hostfwd.handle(request);
-        });
+    std::optional<cmd::ControlSocket> api;
+    if (o.api_socket) api.emplace(*o.api_socket, hostfwd, "api socket");
     // Before the sandbox hides a netns path and seccomp forbids pidfd_open.
     cmd::TargetWatch watch(o.target_pid, o.netns_path, true);
     cmd::UniqueFd sigfd = cmd::block_signals();
