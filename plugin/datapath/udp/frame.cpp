@@ -237,7 +237,7 @@ size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &e
     }
     put_udp(inner + inner_ip, ep.guest_port, ep.remote_port,
             std::min<size_t>(udp_len, 0xffff), 0);
-    std::memcpy(inner + inner_ip + kUdpLen, quote.data(), quote.size());
+    if (!quote.empty()) std::memcpy(inner + inner_ip + kUdpLen, quote.data(), quote.size());
     uint64_t sum = csum_add(0, icmp, icmp_len);
     if (ep.v6) sum += pseudo_sum(true, outer.remote, outer.guest, icmp_len, kProtoIcmp6);
     put_be16(icmp + 2, uint16_t(~csum_fold(sum)));
