@@ -7,12 +7,15 @@
 # file (exit 0 once configured, stdout/stderr closed, --pid, a published
 # port, exit when the file is deleted), upstream rootlesskit v3's
 # `--net=pasta --pasta-binary=PATH` with the shared cases of cases.sh and
-# the implicit port driver, and a hostile container reaching back.
+# the implicit port driver, a hostile container reaching back, and the -c
+# socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
+# rules, Podman's pesto calls).
 #
 #   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
 #   PASTA_CASES="cli podman_style" sudo -E tests/e2e/compat_pasta.sh
 #
-# Needs $BUILD_DIR/bin/rknp-pasta and $BUILD_DIR/lib/librknp.so.1, Go and
+# Needs $BUILD_DIR/bin/rknp-pasta, rknp-pesto, rootlessctl (for
+# pesto_rootlesskit) and $BUILD_DIR/lib/librknp.so.1, Go and
 # the module proxy (rootlesskit v3), uidmap, iproute2, curl, python3,
 # util-linux (tests/install-deps.sh). Traffic goes only to loopback and to
 # namespaces this script creates. One PASS/FAIL line per case; exits
@@ -22,7 +25,7 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/e2e/lib.sh
 . "$E2E_DIR/lib.sh"
 e2e_start 600 "creates a user, namespaces and a DNS server on :53" "tests/install-deps.sh; build rknp-pasta first" \
-    "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/lib/librknp.so.1"
+    "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/bin/rknp-pesto" "$BUILD_DIR/lib/librknp.so.1"
 # shellcheck source=tests/e2e/cases.sh
 . "$E2E_DIR/cases.sh" # the rootlesskit cases below run through drv_flags
 
@@ -33,10 +36,12 @@ DNS_NAME=rknp-pasta.test
 DNS_IP=192.0.2.79
 
 e2e_scratch pasta
-e2e_copy_build rknp-pasta
+e2e_copy_build rknp-pasta rknp-pesto
+[ -x "$BUILD_DIR/bin/rootlessctl" ] && install -m 0755 "$BUILD_DIR/bin/rootlessctl" "$SCRATCH/bin/"
 install -m 0755 "$E2E_DIR/compat_pasta_helper.py" "$SCRATCH/bin/helper.py"
 install -m 0755 "$E2E_DIR/reach_back_prober.py" "$SCRATCH/bin/reach_back_prober.py"
 PASTA=$SCRATCH/bin/rknp-pasta
+PESTO=$SCRATCH/bin/rknp-pesto
 HELPER=$SCRATCH/bin/helper.py
 
 e2e_test_user
@@ -79,6 +84,20 @@ case_cli() {
     refused "^rknp-pasta: -t/--tcp-ports: invalid port specifier '0'" -t 0 1
     refused "^rknp-pasta: a target is needed" --config-net
     refused "running a command is not supported" --config-net sh
+    # rootlesskit's probes for its pesto port driver, and pesto's forms.
+    out=$(as_user "$PASTA" --conf-path=/dev/null --version)
+    expect "--conf-path=/dev/null --version exits 0" "^rknp-pasta [0-9.]+ " "$out"
+    out=$(as_user "$PESTO" --version)
+    expect "pesto --version names rknp-pesto and its protocol" \
+        "^rknp-pesto [0-9.]+ \(pesto compatible, on rknp; protocol 1\)\$" "$out"
+    rc=0
+    err=$(as_user "$PESTO" -t 8080 /nonexistent 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "pesto without -A/-D: exit $rc"; return 1; }
+    expect "pesto without -A/-D refused" "give -A/--add or -D/--delete before the port specs" "$err"
+    rc=0
+    err=$(as_user "$PESTO" -A --tcp-ports=0.0.0.0/1:0 /nonexistent 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "pesto with a bad spec: exit $rc"; return 1; }
+    expect "pesto's bad spec refused by name" "^rknp-pesto: -t/--tcp-ports: invalid port specifier '0\.0\.0\.0/1:0'" "$err"
 }
 
 # 1. Podman 6.1's argument list (createPastaArgs) against a netns file,
@@ -217,8 +236,164 @@ case_no_reach_back() {
     expect_not_reached "$out" default
 }
 
-RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address nothing_left"
-ALL_CASES="cli podman_style no_reach_back $RK3_CASES"
+# 5. rootlesskit v3.3's pesto port driver: rknp-pasta started with
+# --conf-path=$ST/.pasta.sock, and each port rootlessctl adds or removes is
+# one rknp-pesto run against it. A TCP and a UDP port reach a server in the
+# child from the host's loopback and from the test host behind the veth
+# pair, which keeps its address; the host sockets are rknp-pasta's; a
+# refusal (a host port in use) comes back through rootlessctl; removing
+# the ports closes them.
+case_pesto_rootlesskit() {
+    local tp up cp=18090 done_file="$SCRATCH/tmp/pesto-done" pid out rc id_t id_u ARGV
+    ST="$SCRATCH/tmp/state-pesto"
+    [ -x "$SCRATCH/bin/rootlessctl" ] || {
+        echo "missing $BUILD_DIR/bin/rootlessctl (tests/lib/build.sh builds it)"
+        return 1
+    }
+    tp=$(free_port 0.0.0.0)
+    up=$(free_udp_port 0.0.0.0)
+    rm -rf "$ST" "$done_file"
+    user_argv "$RK" --net=pasta --pasta-binary="$PASTA" --port-driver=pesto \
+        --pesto-binary="$PESTO" --state-dir="$ST" --copy-up=/etc -- \
+        python3 "$HELPER" peer-echo "$cp" "$done_file"
+    "${ARGV[@]}" >"$SCRATCH/logs/pesto-rk.log" 2>&1 &
+    pid=$!
+    # shellcheck disable=SC2064 # expanded now on purpose
+    trap "touch '$done_file'; wait $pid 2>/dev/null || true" EXIT
+    for _ in $(seq 100); do
+        [ -S "$ST/api.sock" ] && [ -S "$ST/.pasta.sock" ] && break
+        kill -0 "$pid" 2>/dev/null || { echo "rootlesskit exited:"; cat "$SCRATCH/logs/pesto-rk.log"; return 1; }
+        sleep 0.1
+    done
+    expect "rknp-pasta's -c socket, mode 0600" "^600 socket\$" "$(stat -c '%a %F' "$ST/.pasta.sock")"
+    id_t=$(ctl add-ports "0.0.0.0:$tp:$cp/tcp")
+    id_u=$(ctl add-ports "0.0.0.0:$up:$cp/udp")
+    expect "the TCP host socket is rknp-pasta's" '"rknp-pasta"' "$(ss -Hltnp "sport = :$tp")"
+    expect "the UDP host socket is rknp-pasta's" '"rknp-pasta"' "$(ss -Hlunp "sport = :$up")"
+    out=$("$PY" "$HELPER" ask 127.0.0.1 "$tp" "$up")
+    echo "$out"
+    expect "TCP from the host's loopback reached the child" "^tcp=[0-9]" "$out"
+    expect "UDP from the host's loopback reached the child" "^udp=[0-9]" "$out"
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$HELPER" ask 198.18.0.1 "$tp" "$up")
+    echo "$out"
+    expect "TCP: the child saw the test host's address" "^tcp=198\.18\.0\.2\$" "$out"
+    expect "UDP: the child saw the test host's address" "^udp=198\.18\.0\.2\$" "$out"
+    rc=0
+    out=$(ctl add-ports "127.0.0.1:$PORT4:$cp/tcp" 2>&1) || rc=$?
+    [ "$rc" != 0 ] || { echo "a busy host port was accepted: $out"; return 1; }
+    expect "rknp-pesto's failure reported by rootlesskit" "pesto failed" "$out"
+    expect "with rknp-pasta's message" "cannot forward tcp 127\.0\.0\.1 port $PORT4 to port $cp: .*[Aa]ddress already in use" "$out"
+    ctl remove-ports "$id_t" "$id_u"
+    [ -z "$(ss -Hltn "sport = :$tp")$(ss -Hlun "sport = :$up")" ] ||
+        { echo "host ports still open after remove-ports:"; ss -Hltunp "( sport = :$tp or sport = :$up )"; return 1; }
+    echo "ok remove-ports closed 0.0.0.0:$tp/tcp and 0.0.0.0:$up/udp"
+}
+
+# 6. The -c socket's rules, with rknp-pasta run as the test user in a user
+# and network namespace of its own under umask 000: a stale socket at the
+# path is replaced; the socket is mode 0600 and the user's; the user's
+# rknp-pesto is served; another uid is stopped by the mode, and past it
+# (CAP_DAC_OVERRIDE) by SO_PEERCRED: closed unanswered, rknp-pesto exits
+# 1, nothing changes, the refusal logged; a second start on the live
+# socket fails and the first keeps serving it; a regular file at the path
+# is refused and kept.
+case_pesto_socket() {
+    local d="$SCRATCH/tmp/pesto-sock" sock hp out rc t pid
+    local other=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    sock=$d/ctl.sock
+    hp=$(free_port 127.0.0.1)
+    as_user "$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$sock"
+    [ -S "$sock" ] || { echo "no stale socket made"; return 1; }
+    # shellcheck disable=SC2016 # expanded by the shell inside
+    as_user bash -c '
+        pasta=$1 d=$2
+        umask 000
+        unshare -r -n sleep 300 & t=$!
+        for _ in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+        echo "$t" >"$d/target"
+        "$pasta" --config-net -4 -t none -u none -c "$d/ctl.sock" -l "$d/pasta.log" -P "$d/pid" "$t"
+        echo "start=$?"
+    ' _ "$PASTA" "$d" >"$d/start.out" 2>&1
+    t=$(cat "$d/target")
+    pid=$(cat "$d/pid" 2>/dev/null || true)
+    # shellcheck disable=SC2064 # expanded now on purpose
+    trap "kill $t ${pid:-} 2>/dev/null || true" EXIT
+    expect "started over a stale socket" "^start=0\$" "$(cat "$d/start.out")"
+    expect "mode 0600 under umask 000, the user's" "^600 $RKNP_TEST_USER socket\$" "$(stat -c '%a %U %F' "$sock")"
+    as_user "$PESTO" --add -t "127.0.0.1/$hp:8080" "$sock"
+    expect "the user's rknp-pesto is served" '"rknp-pasta"' "$(ss -Hltnp "sport = :$hp")"
+    rc=0
+    out=$("${other[@]}" "$PESTO" -D -t "127.0.0.1/$hp:8080" "$sock" 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "another uid: exit $rc ($out)"; return 1; }
+    expect "another uid stopped by the mode" "Permission denied \(the socket is mode 0600" "$out"
+    rc=0
+    out=$("${other[@]}" --inh-caps=+dac_override --ambient-caps=+dac_override \
+        "$PESTO" -D -t "127.0.0.1/$hp:8080" "$sock" 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "another uid past the mode: exit $rc ($out)"; return 1; }
+    expect "another uid past the mode: closed unanswered" "no reply: the socket closed the connection unanswered" "$out"
+    expect "the refusal logged" "refused a client of uid [0-9]+" "$(cat "$d/pasta.log")"
+    expect "the forward still in force" '"rknp-pasta"' "$(ss -Hltnp "sport = :$hp")"
+    rc=0
+    out=$(as_user "$PASTA" --config-net -4 -t none -u none -I tap9 -c "$sock" "$t" 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "a second start on the live socket: exit $rc ($out)"; return 1; }
+    expect "a second start refused" "-c/--conf-path: .*ctl\.sock is in use: another process listens on it \(left as it is\)" "$out"
+    as_user "$PESTO" --delete -t "127.0.0.1/$hp:8080" "$sock"
+    [ -z "$(ss -Hltn "sport = :$hp")" ] || { echo "the first rknp-pasta did not delete 127.0.0.1:$hp"; return 1; }
+    echo "ok the first rknp-pasta still serves its socket"
+    # shellcheck disable=SC2016 # expanded by the shell inside
+    as_user sh -c 'echo precious >"$1"' _ "$d/file"
+    rc=0
+    out=$(as_user "$PASTA" --config-net -4 -t none -u none -I tap9 -c "$d/file" "$t" 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "a regular file as the socket: exit $rc ($out)"; return 1; }
+    expect "a regular file refused" "-c/--conf-path: .*/file exists and is not a socket \(left as it is\)" "$out"
+    expect "and kept" "^precious\$" "$(cat "$d/file")"
+}
+
+# 7. Podman 6's rootless network namespace with rootless_port_forwarder=
+# "pasta": rknp-pasta with Podman's argument list and -c, then Podman's
+# pesto calls (--add/--delete -t 0.0.0.0/PORT -t [::]/PORT, -u likewise),
+# in the world netns of case 1. The file served inside arrives through
+# 127.0.0.1 and [::1], UDP is echoed; the same port again, a host port in
+# use and an unknown delete exit 1 with rknp-pasta's message; after
+# --delete nothing answers; a request in another protocol version is
+# answered naming both versions.
+case_pesto_podman() {
+    local d="$SCRATCH/tmp/pesto-podman" out ARGV
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    setup_world
+    user_argv unshare -rm python3 "$HELPER" podman-pesto "$PASTA" "$PESTO" "$d" "$SCRATCH/www" \
+        18180 18181 18182
+    out=$(ip netns exec "$WORLD" "${ARGV[@]}") || true
+    teardown_world
+    echo "$out"
+    expect "exit 0" "^exit=0\$" "$out"
+    expect "pesto --add -t 0.0.0.0/P -t [::]/P: exit 0" "^add=0 \$" "$out"
+    expect "pesto --add -u 0.0.0.0/P -u [::]/P: exit 0" "^add_udp=0 \$" "$out"
+    expect "the file through 127.0.0.1" "^sha4=$FILE_SHA\$" "$out"
+    expect "the file through [::1]" "^sha6=$FILE_SHA\$" "$out"
+    expect "UDP echoed through 127.0.0.1" "^udp4=[0-9]" "$out"
+    expect "UDP echoed through [::1]" "^udp6=[0-9]" "$out"
+    expect "the same port again: exit 1, rknp-pasta's message" \
+        "^again=1 rknp-pesto: .*: tcp 0\.0\.0\.0 port 18180 is forwarded already \(to port 18180\)\$" "$out"
+    expect "a host port in use: exit 1, the bind's error" \
+        "^busy=1 rknp-pesto: .*: cannot forward tcp 127\.0\.0\.1 port 18182 to port 18182: .*[Aa]ddress already in use" "$out"
+    expect "pesto --delete: exit 0" "^delete=0 \$" "$out"
+    expect "pesto --delete -u: exit 0" "^delete_udp=0 \$" "$out"
+    expect "no TCP once deleted" "^after_sha4=\$" "$out"
+    expect "no UDP once deleted" "^after_udp=\$" "$out"
+    expect "an unknown delete: exit 1" "^delete_again=1 rknp-pesto: .*: tcp 0\.0\.0\.0 port 18180 is not forwarded" "$out"
+    expect "another protocol version answered, naming both" \
+        "^mismatch='rknp-pesto 1 error bad request: protocol version 2 is not supported: this rknp-pasta speaks version 1" "$out"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+}
+
+RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
+ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

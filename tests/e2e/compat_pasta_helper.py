@@ -22,6 +22,26 @@ observation:
     host's 127.0.0.1:HOST_PORT, served inside on port 80),
     exited_after_delete (the background process gone within 5 s of the
     netns file's unmount and removal).
+
+    unshare -rm compat_pasta_helper.py podman-pesto BINARY PESTO DIR WWW \
+        TCP_PORT UDP_PORT BUSY_PORT
+
+Podman 6's rootless network namespace with rootless_port_forwarder=
+"pasta", likewise: BINARY with its -c socket (DIR/pasta.sock) and no
+ports, then PESTO --add/--delete -t 0.0.0.0/PORT -t [::]/PORT SOCK (and
+-u) as Podman runs it, with WWW served inside on TCP_PORT and a UDP echo
+on UDP_PORT. Prints exit, output, one "NAME=RC OUTPUT" line per pesto run
+(add, add_udp, again, busy: a port the helper holds, delete, delete_udp,
+delete_again), sha4/sha6 (WWW/file through 127.0.0.1 and [::1] while
+forwarded, and after_sha4 once deleted), udp4/udp6/after_udp (the
+echo's view of the client, "" without a reply) and mismatch (rknp-pasta's
+reply to a request in protocol version 2).
+
+    compat_pasta_helper.py ask HOST PORT [UDP_PORT]
+    compat_pasta_helper.py peer-echo PORT DONE_FILE
+
+The peer address a TCP and a UDP server see (peer-echo, on PORT until
+DONE_FILE exists), as ask prints it (tcp=, udp=).
 """
 import hashlib
 import os
@@ -52,11 +72,8 @@ def fetch_sha(url, prefix=()):
     return p.stdout.strip()
 
 
-def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
-    """Podman 6.1's argument list (createPastaArgs) against a netns file, in
-    a world whose upstream is 198.19.0.5/24 via 198.19.0.1 (LAN hosts .1 and
-    .7, an outside host 203.0.113.9 behind the gateway, the resolver at
-    198.19.0.1)."""
+def netns_file(workdir):
+    """A new network namespace bound to workdir/netns, as Podman's are."""
     nsfile = os.path.join(workdir, "netns")
     holder = subprocess.Popen(["unshare", "-n", "sleep", "600"])
     mine = os.readlink("/proc/self/ns/net")
@@ -65,6 +82,15 @@ def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
     subprocess.check_call(["mount", "--bind", f"/proc/{holder.pid}/ns/net", nsfile])
     holder.kill()
     holder.wait()
+    return nsfile
+
+
+def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
+    """Podman 6.1's argument list (createPastaArgs) against a netns file, in
+    a world whose upstream is 198.19.0.5/24 via 198.19.0.1 (LAN hosts .1 and
+    .7, an outside host 203.0.113.9 behind the gateway, the resolver at
+    198.19.0.1)."""
+    nsfile = netns_file(workdir)
     # A service on the host itself, for host.containers.internal.
     host_srv = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "0.0.0.0",
                                  "--directory", www, str(lan_port)],
@@ -128,6 +154,78 @@ def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
     print(f"exited_after_delete={gone}")
 
 
+def http_sha(url, seconds):
+    """sha256 of url's body, retried for a few seconds ("" if never)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return hashlib.sha256(r.read()).hexdigest()
+        except OSError:
+            if time.monotonic() >= end:
+                return ""
+            time.sleep(0.2)
+
+
+def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
+    """Podman 6's rootless netns: rknp-pasta with -c, ports through pesto."""
+    nsfile = netns_file(workdir)
+    sock = os.path.join(workdir, "pasta.sock")
+    pid_file = os.path.join(workdir, "rootless-netns-conn.pid")
+    argv = [binary, "--config-net", "--pid", pid_file, "-c", sock, "--dns-forward",
+            "169.254.1.1", "-t", "none", "-u", "none", "-T", "none", "-U", "none",
+            "--no-map-gw", "--quiet", "--netns", nsfile, "--map-guest-addr", "169.254.1.2"]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    print(f"exit={p.returncode}")
+    print(f"output={p.stdout.decode(errors='replace')!r}")
+    inside = ["nsenter", f"--net={nsfile}"]
+    done_file = os.path.join(workdir, "echo-done")
+    servers = [
+        subprocess.Popen(inside + [sys.executable, "-m", "http.server", "--bind", "0.0.0.0",
+                                   "--directory", www, str(tcp_port)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen(inside + [sys.executable, __file__, "peer-echo", str(udp_port),
+                                   done_file]),
+    ]
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", busy_port))
+    busy.listen()
+
+    def run_pesto(name, *args):
+        r = subprocess.run([pesto, *args, sock], capture_output=True, text=True, timeout=30)
+        print(f"{name}={r.returncode} {(r.stdout + r.stderr).strip()}")
+
+    run_pesto("add", "--add", "-t", f"0.0.0.0/{tcp_port}", "-t", f"[::]/{tcp_port}")
+    run_pesto("add_udp", "--add", "-u", f"0.0.0.0/{udp_port}", "-u", f"[::]/{udp_port}")
+    print(f"sha4={http_sha(f'http://127.0.0.1:{tcp_port}/file', 10)}")
+    print(f"sha6={http_sha(f'http://[::1]:{tcp_port}/file', 10)}")
+    print(f"udp4={udp_peer('127.0.0.1', udp_port, 10)}")
+    print(f"udp6={udp_peer('::1', udp_port, 10)}")
+    run_pesto("again", "--add", "-t", f"0.0.0.0/{tcp_port}")
+    run_pesto("busy", "--add", "-t", f"127.0.0.1/{busy_port}")
+    run_pesto("delete", "--delete", "-t", f"0.0.0.0/{tcp_port}", "-t", f"[::]/{tcp_port}")
+    run_pesto("delete_udp", "--delete", "-u", f"0.0.0.0/{udp_port}", "-u", f"[::]/{udp_port}")
+    print(f"after_sha4={http_sha(f'http://127.0.0.1:{tcp_port}/file', 0)}")
+    print(f"after_udp={udp_peer('127.0.0.1', udp_port, 1)}")
+    run_pesto("delete_again", "--delete", "-t", f"0.0.0.0/{tcp_port}")
+    with socket.socket(socket.AF_UNIX) as c:
+        c.settimeout(10)
+        c.connect(sock)
+        c.sendall(b"rknp-pesto 2\nadd tcp 0.0.0.0/1\nend\n")
+        c.shutdown(socket.SHUT_WR)
+        print(f"mismatch={c.makefile('rb').read().decode(errors='replace')!r}")
+    busy.close()
+    open(done_file, "w").close()
+    for srv in servers:
+        srv.kill()
+        srv.wait()
+    pid = int(open(pid_file).read().strip() or 0)
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+
+
 def peer_echo(port, done_file):
     tcp = socket.socket()
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -147,7 +245,24 @@ def peer_echo(port, done_file):
             udp.sendto(addr[0].encode(), addr)
 
 
-def ask(host, port):
+def udp_peer(host, port, seconds):
+    """What peer-echo on host:port says the client is ("" if no reply)."""
+    end = time.monotonic() + seconds
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    while True:
+        with socket.socket(family, socket.SOCK_DGRAM) as u:
+            u.settimeout(0.5)
+            try:
+                u.sendto(b"who", (host, port))
+                return u.recvfrom(2048)[0].decode()
+            except OSError:
+                pass
+        if time.monotonic() >= end:
+            return ""
+        time.sleep(0.2)
+
+
+def ask(host, port, udp_port):
     end = time.monotonic() + 10
     tcp_seen = udp_seen = ""
     while time.monotonic() < end and not (tcp_seen and udp_seen):
@@ -158,14 +273,7 @@ def ask(host, port):
             except OSError:
                 pass
         if not udp_seen:
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            u.settimeout(0.5)
-            try:
-                u.sendto(b"who", (host, port))
-                udp_seen = u.recvfrom(2048)[0].decode()
-            except OSError:
-                pass
-            u.close()
+            udp_seen = udp_peer(host, udp_port, 0)
         if not (tcp_seen and udp_seen):
             time.sleep(0.2)
     print(f"tcp={tcp_seen}")
@@ -178,7 +286,10 @@ if __name__ == "__main__":
                sys.argv[7], sys.argv[8])
     elif sys.argv[1] == "peer-echo":
         peer_echo(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "podman-pesto":
+        podman_pesto(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
+                     int(sys.argv[7]), int(sys.argv[8]))
     elif sys.argv[1] == "ask":
-        ask(sys.argv[2], int(sys.argv[3]))
+        ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]))
     else:
         sys.exit(f"unknown mode {sys.argv[1]}")

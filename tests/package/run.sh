@@ -53,7 +53,8 @@ step "hardening-check on the installed library and commands"
 # IBT/SHSTK property, so the linker drops the note from every binary
 # linked against them; that the code itself is built with -fcf-protection
 # is checked below by the endbr64 at the exported entry point.
-hardening-check --nocfprotection "$lib" /usr/bin/rknp-slirp4netns /usr/bin/rknp-pasta "$rootlesskit"
+hardening-check --nocfprotection "$lib" /usr/bin/rknp-slirp4netns /usr/bin/rknp-pasta \
+    /usr/bin/rknp-pesto "$rootlesskit"
 if [ "$(uname -m)" = x86_64 ]; then
     objdump -d --disassemble=rknp_get_api "$lib" | grep -q endbr64 ||
         { echo "FAIL: rknp_get_api does not start with endbr64 (-fcf-protection)"; exit 1; }
@@ -62,6 +63,7 @@ fi
 step "installed files: version, pkg-config and CMake consumers, man page"
 rknp-slirp4netns --version | head -n 3
 rknp-pasta --version | head -n 2
+rknp-pesto --version | head -n 1
 version=$(pkg-config --modversion rknp)
 [ "$lib" = "$libdir/librknp.so.$version" ] || { echo "FAIL: $lib is not librknp.so.$version"; exit 1; }
 read -ra consumer_flags <<<"$(pkg-config --cflags --libs rknp)"
@@ -72,6 +74,7 @@ cmake --build "$WORK/cmake-consumer" >/dev/null
 "$WORK/cmake-consumer/consumer"
 test -e /usr/share/man/man1/rknp-slirp4netns.1.gz || { echo "FAIL: no man page"; exit 1; }
 test -e /usr/share/man/man1/rknp-pasta.1.gz || { echo "FAIL: no rknp-pasta man page"; exit 1; }
+test -e /usr/share/man/man1/rknp-pesto.1.gz || { echo "FAIL: no rknp-pesto man page"; exit 1; }
 # The drop-in directory: what dockerd-rootless.sh, k3s and Podman 5 find
 # by the name slirp4netns; --netns-type in --help is how the first picks it.
 PATH=/usr/libexec/rknp/helpers:$PATH slirp4netns --help | grep -q -- --netns-type ||
@@ -81,6 +84,11 @@ PATH=/usr/libexec/rknp/helpers:$PATH slirp4netns --help | grep -q -- --netns-typ
 # Podman runs the program named pasta it finds first (helper_binaries_dir).
 PATH=/usr/libexec/rknp/helpers:$PATH pasta --version | grep -q '^rknp-pasta ' ||
     { echo "FAIL: /usr/libexec/rknp/helpers/pasta is not rknp-pasta"; exit 1; }
+# ...and the pesto beside it, for its port changes (rootless_port_forwarder).
+PATH=/usr/libexec/rknp/helpers:$PATH pesto --version | grep -q '^rknp-pesto ' ||
+    { echo "FAIL: /usr/libexec/rknp/helpers/pesto is not rknp-pesto"; exit 1; }
+[ "$(readlink -f /usr/libexec/rknp/helpers/pesto)" = /usr/bin/rknp-pesto ] ||
+    { echo "FAIL: the helpers link does not lead to rknp-pesto"; exit 1; }
 test -e /usr/share/man/man1/rknp-rootlesskit.1.gz || { echo "FAIL: no rknp-rootlesskit man page"; exit 1; }
 
 step "an external Go program builds against the module and loads the installed library"

@@ -8,14 +8,14 @@
 #include <string_view>
 #include <vector>
 
-#include "cmd/rknp-pasta/port_spec.hpp"
+#include "cmd/common/port_spec.hpp"
 
-using pasta::parse_port_spec;
-using pasta::PortMapping;
-using pasta::PortMode;
-using pasta::PortRange;
-using pasta::PortSpec;
-using pasta::PortSpecError;
+using cmd::parse_port_spec;
+using cmd::PortMapping;
+using cmd::PortMode;
+using cmd::PortRange;
+using cmd::PortSpec;
+using cmd::PortSpecError;
 
 namespace doctest {
 template <> struct StringMaker<PortMapping> {

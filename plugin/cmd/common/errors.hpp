@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Error type of rknp's commands: a message for stderr plus the exit code
-// the program they stand in for would use, and a helper that builds one
-// from errno.
+// the program they stand in for would use, a helper that builds one from
+// errno, and the usage errors of pasta's and pesto's command lines.
 #pragma once
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,13 @@ private:
 // "what: strerror(errno)", like perror(what).
 inline Failure sys_failure(const std::string &what, int err = errno) {
     return Failure(what + ": " + std::strerror(err));
+}
+
+// A usage error, as pasta and pesto report one: "PROGRAM: msg" on stderr,
+// exit 1, before anything has run.
+[[noreturn]] inline void usage_error(const std::string &msg) {
+    std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, msg.c_str());
+    std::exit(EXIT_FAILURE);
 }
 
 } // namespace cmd

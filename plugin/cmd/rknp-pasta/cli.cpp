@@ -11,11 +11,14 @@
 #include <cstring>
 #include <string>
 
+#include "cmd/common/errors.hpp"
 #include "cmd/common/version.hpp"
 
 namespace pasta {
 
 namespace {
+
+using cmd::usage_error;
 
 void usage(const char *argv0) {
     std::printf(
@@ -32,6 +35,8 @@ void usage(const char *argv0) {
         "  -h, --help              display this help message and exit\n"
         "      --version           show version and exit\n"
         "  -P, --pid FILE          write the background process's PID to FILE\n"
+        "  -c, --conf-path PATH    take port changes from rknp-pesto on the\n"
+        "                          unix socket PATH (mode 0600)\n"
         "  -I, --ns-ifname NAME    namespace interface name (default tap0)\n"
         "  -m, --mtu MTU           interface MTU, 68-65520 (default 65520)\n"
         "  -a, --address ADDR      namespace IPv4 address (default: the host's\n"
@@ -78,11 +83,6 @@ void version() {
     std::printf("rknp-pasta %s (pasta compatible, on rknp)\n",
                 cmd::rknp_version());
     cmd::print_library_versions();
-}
-
-[[noreturn]] void usage_error(const std::string &msg) {
-    std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, msg.c_str());
-    std::exit(EXIT_FAILURE);
 }
 
 bool parse_unsigned(const char *s, unsigned long max, unsigned long &out) {
@@ -136,6 +136,7 @@ Options parse_args(int argc, char *const argv[]) {
         {"help", no_argument, nullptr, 'h'},
         {"version", no_argument, nullptr, kVersion},
         {"pid", required_argument, nullptr, 'P'},
+        {"conf-path", required_argument, nullptr, 'c'},
         {"ns-ifname", required_argument, nullptr, 'I'},
         {"mtu", required_argument, nullptr, 'm'},
         {"address", required_argument, nullptr, 'a'},
@@ -169,7 +170,7 @@ Options parse_args(int argc, char *const argv[]) {
     unsigned long n = 0;
     int opt, index = -1;
     // Short options pasta has and rknp-pasta refuses: -F -p -M -i -D -S -6.
-    const char *shorts = "dqfel:hP:I:m:a:n:g:o:4t:u:T:U:F:p:M:i:D:S:6";
+    const char *shorts = "dqfel:hP:c:I:m:a:n:g:o:4t:u:T:U:F:p:M:i:D:S:6";
     while ((opt = getopt_long(argc, argv, shorts, longopts.data(), &index)) != -1) {
         switch (opt) {
         case 'd':
@@ -195,6 +196,11 @@ Options parse_args(int argc, char *const argv[]) {
             std::exit(EXIT_SUCCESS);
         case 'P':
             o.pid_file = optarg;
+            break;
+        case 'c':
+            // Checked when bound: rootlesskit probes --conf-path=/dev/null
+            // --version, which must exit 0.
+            o.conf_path = optarg;
             break;
         case 'I':
             if (!*optarg || std::strlen(optarg) > 15 || std::strchr(optarg, '/'))

@@ -27,6 +27,7 @@ struct Options {
     bool debug = false;                   // -d, --trace
     std::optional<std::string> log_file;  // -l
     std::optional<std::string> pid_file;  // -P
+    std::optional<std::string> conf_path; // -c, rknp-pesto's socket
 
     std::optional<std::string> ifname;    // -I
     unsigned mtu = 65520;                 // -m

@@ -5,8 +5,9 @@
 // into the background (the caller waits for its report), fork the
 // hand-over child while single-threaded, enter the sandbox and load
 // seccomp (as pasta always does), start the rknp parent, hand the tap
-// over, bind the forwards, report ready, then serve until the target is
-// gone or a signal comes.
+// over, bind the forwards, report ready, then serve (signals, the target,
+// "auto" rescans, rknp-pesto's -c socket) until the target is gone or a
+// signal comes.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,11 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,9 +30,12 @@
 #include "background.hpp"
 #include "cli.hpp"
 #include "cmd/common/child_process.hpp"
+#include "cmd/common/control_socket.hpp"
 #include "cmd/common/errors.hpp"
 #include "cmd/common/monotonic.hpp"
+#include "cmd/common/forward_backend.hpp"
 #include "cmd/common/namespaces.hpp"
+#include "cmd/common/port_spec.hpp"
 #include "cmd/common/rknp_handle.hpp"
 #include "cmd/common/sandbox.hpp"
 #include "cmd/common/seccomp_filter.hpp"
@@ -37,6 +43,7 @@
 #include "cmd/common/state_dir.hpp"
 #include "cmd/common/target_watch.hpp"
 #include "network_model.hpp"
+#include "pesto_server.hpp"
 #include "port_forwarder.hpp"
 #include "rknp.h"
 
@@ -95,14 +102,29 @@ void write_all(int fd, const std::string &s, const std::string &what) {
 }
 
 // Serves until a signal, the target going away, or the namespace's /proc
-// files becoming unreadable.
+// files becoming unreadable. One poll over the signals, the target and the
+// -c socket's listener and clients (none waits on another); the target
+// and "auto" are looked at every tick and when the target's fd fires.
 void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watch,
-           int sigfd, const LogLevel &log) {
+           int sigfd, cmd::ControlSocket *control, const LogLevel &log) {
+    std::vector<pollfd> fds;
+    long next_tick = cmd::now_ms() + kTickMs;
     for (;;) {
-        pollfd fds[2] = {{sigfd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
-        int r = ::poll(fds, watch.fd() >= 0 ? 2 : 1, kTickMs);
-        if (r < 0 && errno != EINTR) throw cmd::sys_failure("poll");
-        if (r > 0 && (fds[0].revents & POLLIN)) {
+        long now = cmd::now_ms();
+        fds.clear();
+        fds.push_back({sigfd, POLLIN, 0});
+        if (watch.fd() >= 0) fds.push_back({watch.fd(), POLLIN, 0});
+        size_t first = fds.size();
+        size_t count = control ? control->fill(fds, now) : 0;
+        int timeout = int(std::max(0L, next_tick - now));
+        if (int t = control ? control->timeout_ms(now) : -1; t >= 0 && t < timeout)
+            timeout = t;
+        int r = ::poll(fds.data(), fds.size(), timeout);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            throw cmd::sys_failure("poll");
+        }
+        if (fds[0].revents & POLLIN) {
             if (int sig = cmd::read_signal(sigfd)) {
                 if (log.debug)
                     std::fprintf(stderr, "%s: signal %d, stopping\n",
@@ -110,6 +132,12 @@ void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watc
                 return;
             }
         }
+        if (control)
+            control->dispatch(std::span(fds).subspan(first, count), cmd::now_ms());
+        bool watch_fired = watch.fd() >= 0 && fds[1].revents != 0;
+        now = cmd::now_ms();
+        if (!watch_fired && now < next_tick) continue;
+        next_tick = now + kTickMs;
         if (watch.gone()) {
             if (!log.quiet)
                 std::fprintf(stderr, "%s: the namespace is gone, stopping\n",
@@ -171,6 +199,19 @@ int run(int argc, char *argv[]) {
     plan.quiet = o.quiet;
     cmd::ChildProcess child(plan);
 
+    // rknp-pesto's socket: bound after the hand-over child forked (it
+    // enters the container's namespaces and must not hold it) and while the
+    // process has one thread (ControlSocket's umask), before the caller
+    // returns (rootlesskit and Podman run rknp-pesto right after).
+    cmd::RknpForwards forwards(parent.get());
+    std::optional<PestoServer> pesto;
+    std::optional<cmd::ControlSocket> control;
+    if (o.conf_path) {
+        pesto.emplace(forwards, cfg.guest_address ? cfg.guest_address : "",
+                      cfg.enable_ipv6 != 0, cmd::host_ephemeral_range());
+        control.emplace(*o.conf_path, *pesto, "-c/--conf-path");
+    }
+
     // Opened before the sandbox hides the paths and seccomp forbids
     // pidfd_open.
     cmd::TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
@@ -215,7 +256,8 @@ int run(int argc, char *argv[]) {
                      net.prefix_len, net.gateway, net.mtu);
     bg.ready(log_fd.get());
     log_fd.reset();
-    serve(parent.get(), forwarder, watch, sigfd.get(), log);
+    serve(parent.get(), forwarder, watch, sigfd.get(), control ? &*control : nullptr,
+          log);
     rknp_parent_close(parent.get());
     return EXIT_SUCCESS;
 }

@@ -4,28 +4,15 @@
 #include "port_forwarder.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <set>
 
 #include "cmd/common/errors.hpp"
-#include "cmd/common/rknp_handle.hpp"
+#include "cmd/common/forward_backend.hpp"
 #include "proc_net.hpp"
 
 namespace pasta {
 
 namespace {
-
-// The host's ephemeral range, which "~N" specs leave out.
-PortRange ephemeral_range() {
-    PortRange r;
-    std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
-    unsigned first = 0, last = 0;
-    if (in >> first >> last && first >= 1 && first <= last && last <= 65535) {
-        r.first = uint16_t(first);
-        r.last = uint16_t(last);
-    }
-    return r;
-}
 
 void parse_kind(const std::vector<std::string> &specs, const char *option,
                 std::vector<PortSpec> &lists, bool &automatic) {
@@ -33,13 +20,14 @@ void parse_kind(const std::vector<std::string> &specs, const char *option,
         automatic = true; // pasta's default for -t and -u
         return;
     }
-    PortRange eph = ephemeral_range();
+    // The host's ephemeral range, which "~N" specs leave out.
+    PortRange eph = cmd::host_ephemeral_range();
     bool none = false;
     for (const auto &s : specs) {
         PortSpec spec;
         try {
-            spec = parse_port_spec(s, eph);
-        } catch (const PortSpecError &e) {
+            spec = cmd::parse_port_spec(s, eph);
+        } catch (const cmd::PortSpecError &e) {
             throw cmd::Failure(std::string(option) + ": " + e.what());
         }
         if (!spec.ifname.empty())
@@ -109,12 +97,7 @@ bool PortForwarder::add(rknp_parent *p, uint32_t proto,
     fwd.host_addr = host_addr.c_str();
     fwd.host_port = host_port;
     fwd.guest_port = guest_port;
-    rknp_error *err = nullptr;
-    rknp_status st = rknp_parent_add_forward(p, &fwd, &id, &err);
-    cmd::ErrorPtr owned(err);
-    if (st == RKNP_OK) return true;
-    error = rknp_error_message(owned.get());
-    return false;
+    return cmd::RknpForwards(p).add(fwd, id, error);
 }
 
 void PortForwarder::bind_explicit(rknp_parent *p) {

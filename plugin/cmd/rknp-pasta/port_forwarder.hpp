@@ -14,10 +14,14 @@
 
 #include "cli.hpp"
 #include "cmd/common/unique_fd.hpp"
-#include "port_spec.hpp"
+#include "cmd/common/port_spec.hpp"
 #include "rknp.h"
 
 namespace pasta {
+
+using cmd::PortMode;
+using cmd::PortRange;
+using cmd::PortSpec;
 
 class PortForwarder {
 public:

@@ -7,9 +7,10 @@
 
 #include <bitset>
 #include <charconv>
+#include <fstream>
 #include <memory>
 
-namespace pasta {
+namespace cmd {
 
 namespace {
 
@@ -74,6 +75,17 @@ void parse_address(std::string_view spec, std::string_view s, PortSpec &out) {
 
 } // namespace
 
+PortRange host_ephemeral_range() {
+    PortRange r;
+    std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+    unsigned first = 0, last = 0;
+    if (in >> first >> last && first >= 1 && first <= last && last <= 65535) {
+        r.first = uint16_t(first);
+        r.last = uint16_t(last);
+    }
+    return r;
+}
+
 PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
     PortSpec out;
     if (spec == "none") return out;
@@ -91,7 +103,7 @@ PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
     }
     if (ports.empty()) fail(spec, "no ports");
     if (ports == "auto")
-        fail(spec, "an address with 'auto' is not supported by rknp-pasta");
+        fail(spec, "an address with 'auto' is not supported by rknp");
 
     // guest[p] is the guest port of host port p, 0 when not forwarded.
     auto guest = std::make_unique<uint16_t[]>(kPorts);
@@ -143,4 +155,4 @@ PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
     return out;
 }
 
-} // namespace pasta
+} // namespace cmd

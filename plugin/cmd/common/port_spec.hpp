@@ -2,8 +2,9 @@
 
 // pasta's port specifications (-t, -u, -T, -U), parsed: "none", "auto", or
 // [ADDR[%IFACE]/]PORTS where PORTS is a comma-separated list of N, N-M,
-// N:G, N-M:G-H and exclusions ~N, ~N-M. Pure: no system calls, so unit
-// tests cover every form.
+// N:G, N-M:G-H and exclusions ~N, ~N-M. rknp-pasta's options and
+// rknp-pesto's requests both take them. Pure but for
+// host_ephemeral_range(): no system calls, so unit tests cover every form.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace pasta {
+namespace cmd {
 
 enum class PortMode { none, automatic, list };
 
@@ -36,6 +37,10 @@ struct PortRange {
     uint16_t last = 60999;
 };
 
+// The host's net.ipv4.ip_local_port_range (the defaults above when it
+// cannot be read): read it before the sandbox hides /proc.
+PortRange host_ephemeral_range();
+
 class PortSpecError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -45,4 +50,4 @@ public:
 // names the spec and what is wrong with it.
 PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral = {});
 
-} // namespace pasta
+} // namespace cmd
