@@ -41,6 +41,11 @@ void apply_layout(const rknp_config &c, ParentConfig &p) {
     p.host_network = c.network_model == RKNP_NETWORK_MODEL_HOST;
     Ipv4Cidr &n = p.cidr;
     const std::string net = format_ipv4(n.network) + "/" + std::to_string(n.prefix_len);
+    // The default guest .100 needs 128 addresses: the cidr is what is wrong.
+    if (c.guest_address == nullptr && n.prefix_len > 25)
+        throw_invalid("invalid cidr \"" + net +
+                      "\": prefix length must be 1..25 for the default guest "
+                      "address .100 (up to 30 with guest_address set)");
     std::vector<std::pair<uint32_t, std::string>> taken{
         {n.network, "the network address"}, {n.broadcast(), "the broadcast address"}};
     auto place = [&](const char *field, const char *text, uint32_t def,
@@ -50,11 +55,7 @@ void apply_layout(const rknp_config &c, ParentConfig &p) {
         if (in_network && !n.contains(a))
             throw_invalid(std::string("invalid ") + field + " \"" + shown +
                           "\": not in " + net +
-                          (text == nullptr && n.prefix_len > 25
-                               ? " (the default guest address .100 needs a "
-                                 "prefix length of at most 25: set "
-                                 "guest_address)"
-                           : field == std::string_view("dns_address")
+                          (field == std::string_view("dns_address")
                                ? " (outside it needs network_model "
                                  "RKNP_NETWORK_MODEL_HOST)"
                                : ""));
