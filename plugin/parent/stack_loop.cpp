@@ -53,9 +53,9 @@ VirtualNet virtual_net(const ParentConfig &cfg) {
 
 // The TCP fast path shares max_flows with libslirp (its table has room
 // for all of them).
-tcp::FastPathConfig fast_path_config(const ParentConfig &cfg) {
+tcp::FastPathConfig fast_path_config(const ParentConfig &cfg, const VirtualNet &net) {
     tcp::FastPathConfig f;
-    static_cast<VirtualNet &>(f) = virtual_net(cfg);
+    static_cast<VirtualNet &>(f) = net;
     f.max_flows = cfg.max_flows;
     f.mtu = cfg.mtu;
     switch (cfg.tcp_peek_mode) {
@@ -92,7 +92,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
     : cfg_(cfg), handover_(std::move(handover)), wake_fd_(wake_fd), stop_(stop), stats_(stats), tasks_(tasks),
       tap_(stats), coalescer_(tap_, stats), frame_(kTapFrameMax),
       events_(make_event_set()), loop_events_(events_.get(), EventOwner::Loop),
-      limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
+      net_(virtual_net(cfg)), limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
       fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
       paths_(make_paths()),
@@ -101,7 +101,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
     if (cfg_.host_network) {
         ingress_.set_neighbour_proxy(&tap_);
-        if (!cfg_.disable_dns && !host_nameserver4())
+        if (!cfg_.disable_dns && !net_.resolver4)
             cfg_.logger.warn("no IPv4 nameserver in /etc/resolv.conf: DNS to " +
                              format_ipv4(cfg_.cidr.dns()) + " is refused");
     }
@@ -109,7 +109,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
 }
 
 std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
-    icmp::EchoConfig ec = icmp::echo_config_from(virtual_net(cfg_), cfg_.mtu);
+    icmp::EchoConfig ec = icmp::echo_config_from(net_, cfg_.mtu);
     ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
     ec.admit_entry = [this] {
         return ingress_.admit_flow(now_ms_, true) == Admission::Accept;
@@ -124,7 +124,7 @@ std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
 
 std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
-    tcp::FastPathConfig fc = fast_path_config(cfg_);
+    tcp::FastPathConfig fc = fast_path_config(cfg_, net_);
     // Called for guest SYNs only once ingress_ exists; connections accepted
     // on forwarded ports have bounds of their own.
     fc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, false); };
@@ -149,7 +149,7 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
 std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     if (!cfg_.udp_fast_path) return nullptr;
     udp::FastPathConfig uc;
-    static_cast<VirtualNet &>(uc) = virtual_net(cfg_);
+    static_cast<VirtualNet &>(uc) = net_;
     uc.max_flows = cfg_.max_flows;
     uc.mtu = cfg_.mtu;
     // Called for a guest datagram on a new 4-tuple, only once ingress_

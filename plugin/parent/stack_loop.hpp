@@ -127,6 +127,9 @@ private:
     // after it; everything the round does, the fast paths included, reads
     // this one.
     int64_t now_ms_ = monotonic_ms();
+    // The networks as the paths see them, made once (in pasta's model it
+    // reads the host's resolv.conf).
+    const VirtualNet net_;
     FlowLimits limits_;  // before slirp_ and fast_, which point at it
     uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
     int64_t refusal_logged_ms_ = 0;
