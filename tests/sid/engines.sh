@@ -37,11 +37,7 @@
 set -euo pipefail
 # shellcheck source=tests/sid/lib.sh
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" = 0 ] || { echo "run as root (namespaces, the sid tree)" >&2; exit 1; }
-if [ -z "${_SID_LOCKED:-}" ]; then
-    exec env _SID_LOCKED=1 flock /run/lock/rknp-sid.lock \
-        timeout -k 10 "${SID_TIMEOUT:-600}" bash "$0" "$@"
-fi
+sid_locked "${SID_TIMEOUT:-600}" "$@"
 
 # The rknp cases that must pass: every case, but rootlesskit 2.0's pasta
 # route (the rootlesskit_* cases and docker_pasta, whose rootlesskit is
@@ -56,10 +52,7 @@ if [ -z "${SID_RKNP_EXPECT+set}" ]; then
 fi
 echo "# sid engines: rknp cases that must pass: $SID_RKNP_EXPECT" >&2
 
-for f in "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1"; do
-    [ -e "$f" ] || { echo "missing $f (source tests/lib/build.sh; build_all $BUILD_DIR)" >&2; exit 1; }
-done
-
+sid_rknp_built || exit 1
 t0=$(date +%s)
 "$SID_DIR/tree.sh" >/dev/null
 t_tree=$(($(date +%s) - t0))
@@ -72,50 +65,11 @@ mkdir -p "$BUILD_DIR/sid"
     { echo "building $SID_DIR/k3slike failed" >&2; exit 1; }
 t_go=$(($(date +%s) - t0))
 
-# rknp into the tree, as podman.sh does: the commands and the library in
-# /usr/local, the helpers directory's links.
-install -D -m 0755 "$BUILD_DIR/bin/rknp-pasta" "$SID_TREE/usr/local/bin/rknp-pasta"
-install -D -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SID_TREE/usr/local/bin/rknp-slirp4netns"
-install -D -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SID_TREE/usr/local/lib/librknp.so.1"
-helpers=$SID_TREE/usr/local/libexec/rknp/helpers
-mkdir -p "$helpers"
-ln -sfn /usr/local/bin/rknp-pasta "$helpers/pasta"
-ln -sfn /usr/local/bin/rknp-slirp4netns "$helpers/slirp4netns"
-chroot "$SID_TREE" /sbin/ldconfig
-
-WORLD=rknp-sid-world
-REMOTE=rknp-sid-remote
-OUT=$(mktemp -d /tmp/rknp-sid-engines.XXXXXX)
-chmod 0755 "$OUT"
-# shellcheck disable=SC2317 # the EXIT trap
-cleanup() {
-    ip netns del "$WORLD" 2>/dev/null || true
-    ip netns del "$REMOTE" 2>/dev/null || true
-    if [ -n "${SID_KEEP:-}" ]; then echo "# results kept in $OUT" >&2; else rm -rf "$OUT"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-ip netns del "$WORLD" 2>/dev/null || true
-ip netns del "$REMOTE" 2>/dev/null || true
-ip netns add "$WORLD"
-ip netns add "$REMOTE"
-ip -n "$WORLD" link add eth0 type veth peer name eth0 netns "$REMOTE"
-ip -n "$WORLD" addr add 198.18.5.1/24 dev eth0
-ip -n "$REMOTE" addr add 198.18.5.2/24 dev eth0
-for ns in "$WORLD" "$REMOTE"; do
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
-done
-ip -n "$WORLD" route add default via 198.18.5.2 dev eth0
+sid_install_rknp
 
 echo "# sid engines: tree ready in $t_tree s ($(sed -n 2p "$SID_TREE/.rknp-sid-tree")), k3slike built in $t_go s" >&2
 t1=$(date +%s)
 rc=0
-"$SID_DIR/enter.sh" --netns "$WORLD" \
-    --bind "$SID_REPO/tests:/rknp/tests:ro" --bind "$OUT:/rknp/out" \
-    --bind "/run/netns/$REMOTE:/rknp/remote.netns" --bind "$K3SLIKE:/rknp/k3slike:ro" \
-    --env "SID_CASES=${SID_CASES:-}" --env "SID_ENGINES=${SID_ENGINES:-}" \
-    --env "SID_RKNP_EXPECT=$SID_RKNP_EXPECT" --env "SID_VERBOSE=${SID_VERBOSE:-}" \
-    -- bash /rknp/tests/sid/engines_cases.sh || rc=$?
+sid_run_cases engines_cases.sh --bind "$K3SLIKE:/rknp/k3slike:ro" || rc=$?
 echo "# sid engines: tree $t_tree s, k3slike $t_go s, cases $(($(date +%s) - t1)) s" >&2
 exit "$rc"

@@ -51,37 +51,8 @@ ALL_CASES="rootlesskit_download rootlesskit_publish rootlesskit_dns rootlesskit_
 SID_CASES=${SID_CASES:-$ALL_CASES}
 SID_ENGINES=${SID_ENGINES:-real rknp}
 SID_RKNP_EXPECT=${SID_RKNP_EXPECT:-}
-FAILURES=0
-RESULTS=()
-BG=()
-
-log() { echo "# $*" >&2; }
-
-# fail REASON: fails the case with REASON (a case's REASON lines make its
-# result line's reason).
-fail() {
-    echo "REASON: $*"
-    return 1
-}
-
-# sha_is WHAT GOT: GOT (a sha256sum line or a bare sum) is the file's sum.
-sha_is() {
-    local got=${2%% *}
-    [ "$got" = "$FILE_SHA" ] || fail "$1: sha256 ${got:-<nothing>} != file's $FILE_SHA"
-    echo "ok $1: sha256 matches"
-}
-
-# fetch_sha_retry URL: the sha256 of URL, fetched (for up to 20 s) until it
-# is the file's (pasta's auto port scan runs once a second).
-fetch_sha_retry() {
-    local sha=""
-    for _ in $(seq 100); do
-        sha=$(curl -sS --max-time 10 "$1" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
-        [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
-    echo "$sha"
-}
+# shellcheck source=tests/sid/cases_lib.sh
+. "$T/sid/cases_lib.sh"
 
 # wait_file PATH SECONDS PID: PATH exists within SECONDS, while PID runs.
 wait_file() {
@@ -280,7 +251,7 @@ case_rootlesskit_publish() {
         kill "$pid" 2>/dev/null || true; wait "$pid" || true
         fail "the namespace's servers did not start"
     }
-    sha=$(fetch_sha_retry "http://127.0.0.1:18100/file")
+    sha=$(fetch_sha_retry "http://127.0.0.1:18100/file" 20)
     sha_is "TCP: 127.0.0.1:18100 -> the namespace's :18100" "$sha" || rc=1
     if udp=$("$PY" "$HELPER" udp-echo 127.0.0.1 18101 64 1400 2>&1); then
         echo "$udp"
@@ -406,7 +377,7 @@ docker_traffic() {
         echo "REASON: docker run (download) failed: $(tail -n1 <<<"$out")"; rc=1
     fi
     if dk run -d --name web -p 18110:80 -v /tmp/www:/www:ro "$IMG" httpd -f -p 80 -h /www >/dev/null; then
-        sha=$(fetch_sha_retry "http://127.0.0.1:18110/file")
+        sha=$(fetch_sha_retry "http://127.0.0.1:18110/file" 20)
         sha_is "-p 18110:80: 127.0.0.1:18110 -> the container's httpd" "$sha" || rc=1
         dk rm -f web >/dev/null || true
     else
@@ -463,7 +434,7 @@ k3s() {
         rknp) want=/usr/local/bin/rknp-slirp4netns ;;
         esac
         grep -q " $want\$" <<<"$procs" || { echo "REASON: no $want running"; rc=1; }
-        sha=$(fetch_sha_retry "http://127.0.0.1:18120/file")
+        sha=$(fetch_sha_retry "http://127.0.0.1:18120/file" 20)
         sha_is "$1 port driver: 127.0.0.1:18120 -> the namespace's :8080" "$sha" || rc=1
     else
         echo "REASON: the workload did not publish its port: $(grep -vE 'level=debug' "$CASE_DIR/k3slike.log" | tail -n1 | cut -c1-200)"
@@ -483,65 +454,14 @@ case_k3s_slirp4netns() { k3s slirp4netns; }
 
 # ---------------------------------------------------------------- driver
 
-# run_case NAME ENGINE: one result line (and the argv lines the engine's
-# wrappers logged during the case); the log to $OUT/NAME.ENGINE.log.
-run_case() {
-    local name=$1 log="$OUT/$1.$2.log" rc t0 t1 secs before reason status expected=1
-    ENGINE=$2 CASE=$1
-    [ "$ENGINE" = rknp ] && [[ " $SID_RKNP_EXPECT " != *" $name "* ]] && expected=0
-    before=$(wc -l <"$ARGV_DIR/$ENGINE.log")
-    t0=$(date +%s.%N)
-    set +e
-    (set -euo pipefail; "case_$name") >"$log" 2>&1
-    rc=$?
-    set -e
-    t1=$(date +%s.%N)
-    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-    reason=$(grep '^REASON: ' "$log" | cut -c9- | paste -sd';' | sed 's/;/; /g') || true
-    [ "$rc" = 124 ] && reason="timed out after $CASE_TIMEOUT s${reason:+ ($reason)}"
-    [ -n "$reason" ] || reason="exit $rc: $(tail -n1 "$log")"
-    if [ "$rc" = 0 ]; then
-        status=PASS
-        [ "$expected" = 1 ] || status="XPASS"
-    else
-        status=FAIL
-        [ "$expected" = 1 ] || status="XFAIL"
-    fi
-    case $status in
-    PASS) echo "PASS $name [$ENGINE] ${secs} s" ;;
-    XPASS) echo "XPASS $name [$ENGINE] ${secs} s (passes; not yet in SID_RKNP_EXPECT)" ;;
-    FAIL) echo "FAIL $name [$ENGINE] ${secs} s: $reason"; FAILURES=$((FAILURES + 1)) ;;
-    XFAIL) echo "XFAIL $name [$ENGINE] ${secs} s (not expected to pass yet): $reason" ;;
-    esac
-    if [ "$status" = FAIL ] || [ -n "${SID_VERBOSE:-}" ]; then
-        sed 's/^/    | /' "$log" | tail -n 20
-    fi
-    # The argv lines, each once (the probes repeat: --help, --version).
-    tail -n +"$((before + 1))" "$ARGV_DIR/$ENGINE.log" |
-        awk '{ if (!($0 in n)) o[++k] = $0; n[$0]++ }
-             END { for (i = 1; i <= k; i++) print "    argv: " o[i] (n[o[i]] > 1 ? "  (" n[o[i]] " times)" : "") }'
-    # Whatever the case left (a hung engine) must not spoil the next one
-    # (the PID namespace is this run's: every such process is the case's).
+
+versions() { echo "$(rootlesskit --version), $(dockerd --version), $(pasta --version | head -n1), $(slirp4netns --version | head -n1), $(/usr/local/bin/rknp-pasta --version | head -n1)"; }
+
+# case_end: whatever the case left (a hung engine) must not spoil the next
+# one (the PID namespace is this run's: every such process is the case's).
+case_end() {
     # shellcheck disable=SC2046
     kill -KILL $(pgrep -u "$USER_NAME") 2>/dev/null || true
-    RESULTS+=("$status $name $ENGINE $secs")
 }
 
-main() {
-    local t0 c e
-    t0=$(date +%s)
-    setup
-    log "set-up in $(($(date +%s) - t0)) s; $(rootlesskit --version), $(dockerd --version), $(pasta --version | head -n1), $(slirp4netns --version | head -n1), $(/usr/local/bin/rknp-pasta --version | head -n1)"
-    for c in $SID_CASES; do
-        for e in $SID_ENGINES; do
-            run_case "$c" "$e"
-        done
-    done
-    cp "$ARGV_DIR"/*.log "$OUT/" 2>/dev/null || true
-    printf '%s\n' "${RESULTS[@]}" >"$OUT/results"
-    kill "${BG[@]}" 2>/dev/null || true
-    [ "$FAILURES" = 0 ] || { echo "$FAILURES case(s) failed"; return 1; }
-    echo "all cases that must pass passed"
-}
-
-main
+run_all

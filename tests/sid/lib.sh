@@ -3,7 +3,8 @@
 
 # The sid harness's shared settings (sourced by tests/sid/*.sh, run as
 # root): where the Debian sid tree lives, what goes into it, the mirror it
-# comes from, and entering it (enter.sh).
+# comes from, rknp installed into it, and the cases' two network
+# namespaces.
 #
 #   BUILD_DIR   the rknp build (default $ROOT/build-sid)
 #   SID_TREE    the tree (default $BUILD_DIR/sid-tree)
@@ -61,4 +62,105 @@ sid_mirror() {
         tr ' ' '\n' | grep -E '^https?://.*/debian/?$' | head -n1)
     [ -n "$m" ] || { echo "no Debian mirror in the host's apt sources: set SID_MIRROR" >&2; return 1; }
     echo "${m%/}"
+}
+
+# sid_locked SECONDS ARGS...: run as root, the calling script runs again
+# (with ARGS) once no other sid run holds /run/lock/rknp-sid.lock, bounded
+# by SECONDS; returns in that second run.
+sid_locked() {
+    [ "$(id -u)" = 0 ] || { echo "run as root (namespaces, the sid tree)" >&2; exit 1; }
+    if [ -z "${_SID_LOCKED:-}" ]; then
+        exec env _SID_LOCKED=1 flock /run/lock/rknp-sid.lock \
+            timeout -k 10 "$1" bash "$0" "${@:2}"
+    fi
+}
+
+# sid_rknp_built: BUILD_DIR holds what sid_install_rknp installs (checked
+# before the tree is made: that can take two minutes).
+sid_rknp_built() {
+    local f
+    for f in "$BUILD_DIR/bin/rknp-pasta" "$BUILD_DIR/bin/rknp-slirp4netns" "$BUILD_DIR/lib/librknp.so.1"; do
+        [ -e "$f" ] || { echo "missing $f (source tests/lib/build.sh; build_all $BUILD_DIR)" >&2; return 1; }
+    done
+}
+
+# sid_install_rknp: rknp into the tree: the commands and the library in
+# /usr/local (the commands find the library through their $ORIGIN/../lib
+# rpath, and ldconfig knows it), and a helpers directory of links under
+# the names the engines look for (pasta, pesto, slirp4netns).
+sid_install_rknp() {
+    local helpers=$SID_TREE/usr/local/libexec/rknp/helpers
+    install -D -m 0755 "$BUILD_DIR/bin/rknp-pasta" "$SID_TREE/usr/local/bin/rknp-pasta"
+    install -D -m 0755 "$BUILD_DIR/bin/rknp-slirp4netns" "$SID_TREE/usr/local/bin/rknp-slirp4netns"
+    install -D -m 0755 "$(readlink -f "$BUILD_DIR/lib/librknp.so.1")" "$SID_TREE/usr/local/lib/librknp.so.1"
+    mkdir -p "$helpers"
+    ln -sfn /usr/local/bin/rknp-pasta "$helpers/pasta"
+    ln -sfn /usr/local/bin/rknp-slirp4netns "$helpers/slirp4netns"
+    if [ -e "$BUILD_DIR/bin/rknp-pesto" ]; then
+        install -D -m 0755 "$BUILD_DIR/bin/rknp-pesto" "$SID_TREE/usr/local/bin/rknp-pesto"
+        ln -sfn /usr/local/bin/rknp-pesto "$helpers/pesto"
+    fi
+    chroot "$SID_TREE" /sbin/ldconfig
+}
+
+# The cases' network: the world, a namespace whose only way out is eth0, a
+# veth to the test host (a second namespace, also the default gateway).
+# The world is 198.18.5.1/24 and fd52:5::1/64, the test host 198.18.5.2
+# and fd52:5::2. No traffic leaves these two namespaces.
+SID_WORLD=rknp-sid-world
+SID_REMOTE=rknp-sid-remote
+
+# sid_world_down: the two namespaces gone (also when they never were).
+sid_world_down() {
+    ip netns del "$SID_WORLD" 2>/dev/null || true
+    ip netns del "$SID_REMOTE" 2>/dev/null || true
+}
+
+# sid_world_up: the two namespaces made afresh.
+sid_world_up() {
+    local ns
+    sid_world_down
+    ip netns add "$SID_WORLD"
+    ip netns add "$SID_REMOTE"
+    ip -n "$SID_WORLD" link add eth0 type veth peer name eth0 netns "$SID_REMOTE"
+    ip -n "$SID_WORLD" addr add 198.18.5.1/24 dev eth0
+    ip -n "$SID_WORLD" addr add fd52:5::1/64 dev eth0 nodad
+    ip -n "$SID_REMOTE" addr add 198.18.5.2/24 dev eth0
+    ip -n "$SID_REMOTE" addr add fd52:5::2/64 dev eth0 nodad
+    for ns in "$SID_WORLD" "$SID_REMOTE"; do
+        ip -n "$ns" link set lo up
+        ip -n "$ns" link set eth0 up
+    done
+    ip -n "$SID_WORLD" route add default via 198.18.5.2 dev eth0
+    ip -n "$SID_WORLD" -6 route add default via fd52:5::2 dev eth0
+}
+
+# sid_run_cases CASES_SCRIPT [enter.sh OPTIONS...]: CASES_SCRIPT (a file
+# of tests/sid/) run inside the tree as root in the world, with tests/
+# at /rknp/tests (read-only), a results directory at /rknp/out (kept with
+# SID_KEEP=1), the test host's namespace at /rknp/remote.netns, and the
+# SID_* settings; the world is made first and removed at exit. Returns
+# the cases' status.
+sid_run_cases() {
+    local script=$1 rc=0
+    shift
+    SID_OUT=$(mktemp -d /tmp/rknp-sid.XXXXXX)
+    chmod 0755 "$SID_OUT"
+    trap sid_cleanup EXIT
+    trap 'exit 130' INT TERM
+    sid_world_up
+    "$SID_DIR/enter.sh" --netns "$SID_WORLD" \
+        --bind "$SID_REPO/tests:/rknp/tests:ro" --bind "$SID_OUT:/rknp/out" \
+        --bind "/run/netns/$SID_REMOTE:/rknp/remote.netns" "$@" \
+        --env "SID_CASES=${SID_CASES:-}" --env "SID_ENGINES=${SID_ENGINES:-}" \
+        --env "SID_RKNP_EXPECT=$SID_RKNP_EXPECT" --env "SID_VERBOSE=${SID_VERBOSE:-}" \
+        -- bash "/rknp/tests/sid/$script" || rc=$?
+    return "$rc"
+}
+
+# sid_cleanup: the EXIT trap of sid_run_cases.
+# shellcheck disable=SC2317 # run by the trap
+sid_cleanup() {
+    sid_world_down
+    if [ -n "${SID_KEEP:-}" ]; then echo "# results kept in $SID_OUT" >&2; else rm -rf "$SID_OUT"; fi
 }

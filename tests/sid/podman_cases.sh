@@ -34,20 +34,17 @@ WRAP_DIR=/run/rknp-sid
 ARGV_DIR=/tmp/rknp-argv
 PY=/usr/bin/python3
 HELPER=$T/sid/sid_helper.py
-PODMAN_TIMEOUT=${SID_PODMAN_TIMEOUT:-90}
+CASE_TIMEOUT=${SID_CASE_TIMEOUT:-90}
 SID_CASES=${SID_CASES:-addresses download download6 publish client_addr host_address host_loopback dns info}
 SID_ENGINES=${SID_ENGINES:-real rknp}
 SID_RKNP_EXPECT=${SID_RKNP_EXPECT:-}
-FAILURES=0
-RESULTS=()
-BG=()
-
-log() { echo "# $*" >&2; }
+# shellcheck source=tests/sid/cases_lib.sh
+. "$T/sid/cases_lib.sh"
 
 # as_user CMD...: CMD as the tree's unprivileged user, with ENGINE's
-# containers.conf override, bounded by PODMAN_TIMEOUT.
+# containers.conf override, bounded by CASE_TIMEOUT.
 as_user() {
-    timeout -k 5 "$PODMAN_TIMEOUT" setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups \
+    timeout -k 5 "$CASE_TIMEOUT" setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups \
         env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME_DIR" \
         XDG_RUNTIME_DIR="/run/user/$(id -u "$USER_NAME")" LANG=C.UTF-8 \
         CONTAINERS_CONF_OVERRIDE="$HOME_DIR/engine-${ENGINE:-real}.conf" "$@"
@@ -70,32 +67,6 @@ podman_failed() {
     local err
     err=$(grep -A1 '^Error:' "$PODMAN_ERR" | paste -sd' ') || true
     fail "$1 failed: ${err:-$(tail -n1 "$PODMAN_ERR")}"
-}
-
-# fail REASON: fails the case with REASON (a case's REASON lines make its
-# result line's reason).
-fail() {
-    echo "REASON: $*"
-    return 1
-}
-
-# sha_is WHAT GOT: GOT (a sha256sum line or a bare sum) is the file's sum.
-sha_is() {
-    local got=${2%% *}
-    [ "$got" = "$FILE_SHA" ] || fail "$1: sha256 ${got:-<nothing>} != file's $FILE_SHA"
-    echo "ok $1: sha256 matches"
-}
-
-# fetch_sha_retry URL: the sha256 of URL, fetched (for up to 15 s) until it
-# is the file's.
-fetch_sha_retry() {
-    local sha=""
-    for _ in $(seq 75); do
-        sha=$(curl -sS --max-time 10 "$1" 2>/dev/null | sha256sum | cut -d' ' -f1) || true
-        [ "$sha" = "$FILE_SHA" ] && break
-        sleep 0.2
-    done
-    echo "$sha"
 }
 
 # ---------------------------------------------------------------- set-up
@@ -329,58 +300,8 @@ case_info() {
 
 # ---------------------------------------------------------------- driver
 
-# run_case NAME ENGINE: one result line (and the argv lines Podman passed
-# to pasta during the case); the log to $OUT/NAME.ENGINE.log.
-run_case() {
-    local name=$1 log="$OUT/$1.$2.log" rc t0 t1 secs before reason status expected=1
-    ENGINE=$2
-    [ "$ENGINE" = rknp ] && [[ " $SID_RKNP_EXPECT " != *" $name "* ]] && expected=0
-    before=$(wc -l <"$ARGV_DIR/$ENGINE.log")
-    t0=$(date +%s.%N)
-    set +e
-    (set -euo pipefail; "case_$name") >"$log" 2>&1
-    rc=$?
-    set -e
-    t1=$(date +%s.%N)
-    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-    reason=$(grep '^REASON: ' "$log" | cut -c9- | paste -sd';' | sed 's/;/; /g') || true
-    [ "$rc" = 124 ] && reason="timed out after $PODMAN_TIMEOUT s${reason:+ ($reason)}"
-    [ -n "$reason" ] || reason="exit $rc: $(tail -n1 "$log")"
-    if [ "$rc" = 0 ]; then
-        status=PASS
-        [ "$expected" = 1 ] || status="XPASS"
-    else
-        status=FAIL
-        [ "$expected" = 1 ] || status="XFAIL"
-    fi
-    case $status in
-    PASS) echo "PASS $name [$ENGINE] ${secs} s" ;;
-    XPASS) echo "XPASS $name [$ENGINE] ${secs} s (passes; not yet in SID_RKNP_EXPECT)" ;;
-    FAIL) echo "FAIL $name [$ENGINE] ${secs} s: $reason"; FAILURES=$((FAILURES + 1)) ;;
-    XFAIL) echo "XFAIL $name [$ENGINE] ${secs} s (not expected to pass yet): $reason" ;;
-    esac
-    if [ "$status" = FAIL ] || [ -n "${SID_VERBOSE:-}" ]; then
-        sed 's/^/    | /' "$log" | tail -n 20
-    fi
-    tail -n +"$((before + 1))" "$ARGV_DIR/$ENGINE.log" | sed 's/^/    argv: /'
-    RESULTS+=("$status $name $ENGINE $secs")
-}
 
-main() {
-    local t0 c e
-    t0=$(date +%s)
-    setup
-    log "set-up (image import, servers) in $(($(date +%s) - t0)) s; $(podman --version), $(pasta --version | head -n1), $(/usr/local/bin/rknp-pasta --version | head -n1)"
-    for c in $SID_CASES; do
-        for e in $SID_ENGINES; do
-            run_case "$c" "$e"
-        done
-    done
-    cp "$ARGV_DIR"/*.log "$OUT/" 2>/dev/null || true
-    printf '%s\n' "${RESULTS[@]}" >"$OUT/results"
-    kill "${BG[@]}" 2>/dev/null || true
-    [ "$FAILURES" = 0 ] || { echo "$FAILURES case(s) failed"; return 1; }
-    echo "all cases that must pass passed"
-}
+versions() { echo "$(podman --version), $(pasta --version | head -n1), $(/usr/local/bin/rknp-pasta --version | head -n1)"; }
+case_end() { :; }
 
-main
+run_all
