@@ -45,6 +45,7 @@ fetch_sha_retry() {
 # to $OUT/NAME.ENGINE.log. Sets ENGINE and CASE for the case.
 run_case() {
     local name=$1 log="$OUT/$1.$2.log" rc t0 t1 secs before reason status expected=1
+    # shellcheck disable=SC2034 # CASE: for the cases (engines_cases.sh)
     ENGINE=$2 CASE=$1
     [ "$ENGINE" = rknp ] && [[ " $SID_RKNP_EXPECT " != *" $name "* ]] && expected=0
     before=$(wc -l <"$ARGV_DIR/$ENGINE.log")

@@ -28,7 +28,7 @@ SID_SUBIDS=100000:65536
 SID_PACKAGES=(
     # Podman 6.1 (experimental) and what rootless Podman runs.
     podman golang-github-containers-common netavark conmon crun catatonit
-    uidmap passt
+    uidmap passt aardvark-dns nftables iptables
     # Rootless Docker 28.5 and rootlesskit 2.0 (sid), for later cases.
     docker.io docker-cli containerd runc rootlesskit slirp4netns
     systemd-standalone-sysusers

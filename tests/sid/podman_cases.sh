@@ -35,19 +35,21 @@ ARGV_DIR=/tmp/rknp-argv
 PY=/usr/bin/python3
 HELPER=$T/sid/sid_helper.py
 CASE_TIMEOUT=${SID_CASE_TIMEOUT:-90}
-SID_CASES=${SID_CASES:-addresses download download6 publish client_addr host_address host_loopback dns info}
+SID_CASES=${SID_CASES:-addresses download download6 publish client_addr host_address host_loopback dns network network_pesto info}
 SID_ENGINES=${SID_ENGINES:-real rknp}
 SID_RKNP_EXPECT=${SID_RKNP_EXPECT:-}
 # shellcheck source=tests/sid/cases_lib.sh
 . "$T/sid/cases_lib.sh"
 
 # as_user CMD...: CMD as the tree's unprivileged user, with ENGINE's
-# containers.conf override, bounded by CASE_TIMEOUT.
+# containers.conf override (CONF_VARIANT=-pesto: the one with pasta as the
+# rootless port forwarder), bounded by CASE_TIMEOUT.
+CONF_VARIANT=
 as_user() {
     timeout -k 5 "$CASE_TIMEOUT" setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups \
         env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME_DIR" \
         XDG_RUNTIME_DIR="/run/user/$(id -u "$USER_NAME")" LANG=C.UTF-8 \
-        CONTAINERS_CONF_OVERRIDE="$HOME_DIR/engine-${ENGINE:-real}.conf" "$@"
+        CONTAINERS_CONF_OVERRIDE="$HOME_DIR/engine-${ENGINE:-real}$CONF_VARIANT.conf" "$@"
 }
 pod() { as_user podman "$@"; }
 
@@ -86,24 +88,30 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 EOF
     printf '[storage]\ndriver = "vfs"\n' >"$HOME_DIR/.config/containers/storage.conf"
-    # Per engine: a directory holding only `pasta`, a wrapper logging its
-    # argv (one line, shell-quoted) before exec'ing the engine's binary,
-    # first in helper_binaries_dir; Podman's own helpers after it.
-    local engine target
+    # Per engine: a directory holding only `pasta` and `pesto`, wrappers
+    # logging their argv (one line, shell-quoted) before exec'ing the
+    # engine's binary, first in helper_binaries_dir; Podman's own helpers
+    # after it. A second override per engine also makes pasta the port
+    # forwarder of rootless bridge networks (pesto mode).
+    local engine target prog
     for engine in real rknp; do
-        case $engine in
-        real) target=/usr/bin/pasta ;;
-        rknp) target=/usr/local/libexec/rknp/helpers/pasta ;;
-        esac
         mkdir -p "$WRAP_DIR/helpers-$engine"
-        cat >"$WRAP_DIR/helpers-$engine/pasta" <<EOF
+        for prog in pasta pesto; do
+            case $engine in
+            real) target=/usr/bin/$prog ;;
+            rknp) target=/usr/local/libexec/rknp/helpers/$prog ;;
+            esac
+            cat >"$WRAP_DIR/helpers-$engine/$prog" <<EOF
 #!/bin/bash
-{ printf 'pasta'; printf ' %q' "\$@"; echo; } >>$ARGV_DIR/$engine.log
+{ printf '$prog'; printf ' %q' "\$@"; echo; } >>$ARGV_DIR/$engine.log
 exec $target "\$@"
 EOF
-        chmod 0755 "$WRAP_DIR/helpers-$engine/pasta"
+            chmod 0755 "$WRAP_DIR/helpers-$engine/$prog"
+        done
         printf '[engine]\nhelper_binaries_dir = ["%s", "/usr/libexec/podman", "/usr/lib/podman"]\n' \
             "$WRAP_DIR/helpers-$engine" >"$HOME_DIR/engine-$engine.conf"
+        { cat "$HOME_DIR/engine-$engine.conf"; printf '\n[network]\nrootless_port_forwarder = "pasta"\n'; } \
+            >"$HOME_DIR/engine-$engine-pesto.conf"
     done
     chown -R "$USER_NAME:" "$HOME_DIR"
     head -c 4194304 /dev/urandom >/tmp/www/file
@@ -281,6 +289,44 @@ case_dns() {
     sha_is "download by name" "$(tail -n1 <<<"$out")"
 }
 
+# (g) Podman's rootless network namespace: a bridge network of the user's
+# own (`podman network create`, netavark and aardvark-dns), for which
+# Podman runs pasta once, for the namespace every such container joins.
+# Two containers talk by name, one publishes a port to the world's
+# loopback, both reach the test host; once the last container is gone,
+# so is the namespace's pasta. network_pesto: the same with pasta as the
+# port forwarder (Podman asks pesto to add and delete the published port
+# through the namespace pasta's control socket).
+case_network() { network_case ""; }
+case_network_pesto() { network_case -pesto; }
+network_case() {
+    CONF_VARIANT=$1
+    local net=rknp-net-$ENGINE web=web-$ENGINE cid out sha rc=0
+    pod network create "$net" >/dev/null || fail "podman network create failed"
+    cid=$(pod_run -d --name "$web" --network "$net" -p 18092:8000 -v /tmp/www:/www:ro "$IMG" \
+        python3 -m http.server -d /www 8000) || podman_failed "podman run -d --network $net"
+    sha=$(fetch_sha_retry "http://127.0.0.1:18092/file")
+    sha_is "published: 127.0.0.1:18092 -> $web:8000" "$sha" || rc=1
+    out=$(pod_run --rm --network "$net" "$IMG" sh -c \
+        "ip -o addr show scope global; for _ in 1 2 3 4 5 6 7 8 9 10; do wget -q -O /dev/null http://$web:8000/file && break; sleep 0.3; done
+         wget -q -O - http://$web:8000/file | sha256sum; wget -q -O - http://$REMOTE_ADDR:$REMOTE_PORT/file | sha256sum") ||
+        { echo "$out"; podman_failed "podman run --network $net"; rc=1; }
+    echo "$out"
+    if [ "$rc" = 0 ]; then
+        sha_is "container to container by name ($web:8000)" "$(tail -n2 <<<"$out" | head -n1)" || rc=1
+        sha_is "download from the test host $REMOTE_ADDR:$REMOTE_PORT" "$(tail -n1 <<<"$out")" || rc=1
+    fi
+    pod rm -f -t 0 "$cid" >/dev/null || true
+    pod network rm -f "$net" >/dev/null || true
+    for _ in $(seq 25); do
+        out=$(pgrep -u "$USER_NAME" -a -f 'pasta' || true)
+        [ -z "$out" ] && break
+        sleep 0.2
+    done
+    [ -z "$out" ] || { echo "REASON: a pasta outlived the network's last container: $out"; rc=1; }
+    return $rc
+}
+
 # (f) podman info names the pasta in use: our wrapper, and the version of
 # the engine behind it (rknp-pasta's names rknp).
 case_info() {
@@ -299,7 +345,6 @@ case_info() {
 }
 
 # ---------------------------------------------------------------- driver
-
 
 versions() { echo "$(podman --version), $(pasta --version | head -n1), $(/usr/local/bin/rknp-pasta --version | head -n1)"; }
 case_end() { :; }
