@@ -65,6 +65,8 @@ def parse_args(argv):
                     " buffers, e.g. 4M; default: the system's)")
     ap.add_argument("--user", default=os.environ.get("RKNP_TEST_USER", "rknptest"))
     ap.add_argument("--results", help="output dir (default tests/bench/results/<date>)")
+    ap.add_argument("--base", default="slirp4netns",
+                    help="the driver every cell's ratio is to (default slirp4netns)")
     o = ap.parse_args(argv)
     if o.quick:
         o.repeat, o.duration = 1, min(o.duration, 2)
@@ -119,7 +121,7 @@ def main(argv):
                        "quick": o.quick, "mtus": o.mtu, "rootlesskit": rk,
                        "scenario": o.scenario, "udp_len_max": o.udp_len_max,
                        "udp_rr": o.udp_rr, "udp_flood": o.udp_flood,
-                       "udp_buffer": o.udp_buffer,
+                       "udp_buffer": o.udp_buffer, "base": o.base,
                        "stock_rootlesskit": stock, "s4n_binary": s4n,
                        "plugin_via": next((type(t).__name__ for t in tgts
                                            if t.name == "plugin"), None)},

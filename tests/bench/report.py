@@ -141,13 +141,14 @@ def cell(vals, base):
 
 def markdown(doc):
     o = doc["options"]
+    base_name = o.get("base") or BASE
     lines = ["# rknp benchmark, %s" % doc["started"], "",
              "%d repeat(s), iperf3 -t %d, kernel %s, %d CPUs, %.0f s wall. "
              "Cells: median (min–max) ×ratio to %s at the same MTU; "
              "↑/↓ marks which way is better; – = not measured or failed. "
              "loopback runs once, at lo's own MTU 65536, listed under the "
              "largest MTU." % (o["repeat"], o["duration"], doc["machine"]["kernel"],
-                               doc["machine"]["cpus"], doc.get("wall_s", 0), BASE), ""]
+                               doc["machine"]["cpus"], doc.get("wall_s", 0), base_name), ""]
     if o.get("plugin_via") == "HarnessPlugin":
         lines += ["**plugin ran through rknp-harness, not rootlesskit.**", ""]
     if o.get("scenario", "all") != "all":
@@ -175,7 +176,7 @@ def markdown(doc):
                   "| metric | " + " | ".join(names) + " |",
                   "|---|" + "---|" * len(names)]
         for _, label, better, fn in METRICS:
-            base = values(doc, BASE, mtu, fn)
+            base = values(doc, base_name, mtu, fn)
             row = [cell(values(doc, n, mtu, fn), base) for n in names]
             if all(c == "–" for c in row):
                 continue

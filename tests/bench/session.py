@@ -274,6 +274,8 @@ def run_session(target, mtu, opts, log):
                                     target.parent_name)
         rec["pids"] = pids
         for name, cmd in tests_for(mtu, opts):
+            if name in target.skip_tests:
+                continue
             if name == "rr_idle" and "error" in rec["tests"].get("idle_open", {}):
                 rec["tests"][name] = {"error": "idle connections not opened"}
                 continue

@@ -7,6 +7,7 @@ the network under test, where the servers must listen, which address the
 agent dials, and which processes carry the stack (for CPU and RSS).
 Every address used here is loopback or inside namespaces made by Veth.
 """
+import os
 import subprocess
 
 PY = "/usr/bin/python3"
@@ -41,6 +42,9 @@ HELPERS = {"slirp4netns": ("slirp4netns",),
            "rknp-slirp4netns": ("rknp-slirp4netns", "rknp-slirp4netn"),
            "pasta": ("pasta", "passt", "pasta.avx2", "passt.avx2")}
 
+# Rootless Podman's `--network pasta` with the real pasta or rknp-pasta.
+PODMAN_TARGETS = ("podman-real", "podman-rknp", "podman-real-wan", "podman-rknp-wan")
+
 VETH_NS = ("rknpb-a", "rknpb-b")
 VETH_IP = ("10.199.0.1", "10.199.0.2")
 
@@ -53,6 +57,7 @@ class Target:
     gateway = ""                # expected default gateway inside ("" = skip)
     parent_name = None          # process whose CPU/RSS is the stack's
     helpers = ()
+    skip_tests = ()             # session tests this target leaves out
 
     def __init__(self, name):
         self.name = name
@@ -168,6 +173,40 @@ class Veth(Target):
                 "runuser", "-u", user, "--"] + agent_argv
 
 
+class PodmanPasta(Target):
+    """A rootless Podman 6.1 container with `--network pasta` inside the
+    Debian sid tree (tests/bench/podman.sh), with the tree's pasta
+    (podman-real) or rknp-pasta (podman-rknp) found as `pasta` through
+    containers.conf's helper_binaries_dir. The servers run on the sid
+    world's test host (a veth away, also the world's gateway, which pasta
+    copies into the container). The -wan twins' servers run on the WAN
+    bed's test host (40 ms away), reached through that gateway. podman_env:
+    BENCH_PODMAN_* as tests/bench/podman_inside.sh exports them."""
+
+    def __init__(self, name, podman_env):
+        super().__init__(name)
+        self.env = podman_env
+        self.engine = name.split("-")[1]
+        where = "WAN" if name.endswith("-wan") else "REMOTE"
+        self.dial = self.server_addr = podman_env["BENCH_PODMAN_" + where]
+        self.server_prefix = ("nsenter", "--net=" + podman_env["BENCH_PODMAN_%s_NS" % where])
+        self.gateway = podman_env["BENCH_PODMAN_REMOTE"]
+        if where == "WAN":  # 4000 connections 40 ms away outlast the agent's bound
+            self.skip_tests = ("idle_open", "rr_idle", "idle_close")
+        self.helpers = HELPERS["pasta"] + ("rknp-pasta",)
+
+    def wrap(self, user, mtu, agent_argv):
+        e = self.env
+        home = e["BENCH_PODMAN_HOME"]
+        return (["setpriv", "--reuid=" + user, "--regid=" + user, "--init-groups",
+                 "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
+                 "XDG_RUNTIME_DIR=" + e["BENCH_PODMAN_RUNTIME_DIR"], "LANG=C.UTF-8",
+                 "CONTAINERS_CONF_OVERRIDE=%s/engine-%s.conf" % (home, self.engine),
+                 "podman", "run", "-i", "--rm", "--network", "pasta:--mtu,%d" % mtu,
+                 "-v", "%s:%s:ro" % (e["BENCH_PODMAN_TESTS"], e["BENCH_PODMAN_TESTS"]),
+                 e["BENCH_PODMAN_IMAGE"]] + agent_argv)
+
+
 def supported_nets(rootlesskit):
     """Network drivers the rootlesskit binary lists in --help."""
     try:
@@ -227,6 +266,13 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
                     " (found: %s, %s)" % (n, stock_rootlesskit, s4n_binary))
         elif n == "plugin-fast-ref" and not ref_lib:
             log("skipping %s: needs --ref-lib (the library to compare with)" % n)
+        elif n in PODMAN_TARGETS:
+            env = {k: v for k, v in os.environ.items() if k.startswith("BENCH_PODMAN_")}
+            if "BENCH_PODMAN_IMAGE" in env and (
+                    not n.endswith("-wan") or "BENCH_PODMAN_WAN" in env):
+                out.append(PodmanPasta(n, env))
+            else:
+                log("skipping %s: runs inside the sid tree (tests/bench/podman.sh)" % n)
         elif n == "loopback":
             out.append(Loopback())
         elif n == "veth":

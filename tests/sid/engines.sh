@@ -70,6 +70,6 @@ sid_install_rknp
 echo "# sid engines: tree ready in $t_tree s ($(sed -n 2p "$SID_TREE/.rknp-sid-tree")), k3slike built in $t_go s" >&2
 t1=$(date +%s)
 rc=0
-sid_run_cases engines_cases.sh --bind "$K3SLIKE:/rknp/k3slike:ro" || rc=$?
+sid_run_cases sid/engines_cases.sh --bind "$K3SLIKE:/rknp/k3slike:ro" || rc=$?
 echo "# sid engines: tree $t_tree s, k3slike $t_go s, cases $(($(date +%s) - t1)) s" >&2
 exit "$rc"

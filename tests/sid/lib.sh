@@ -116,10 +116,11 @@ sid_world_down() {
     ip netns del "$SID_REMOTE" 2>/dev/null || true
 }
 
-# sid_world_up: the two namespaces made afresh.
+# sid_world_up: the two namespaces made afresh (SID_WORLD_MADE=1).
 sid_world_up() {
     local ns
     sid_world_down
+    SID_WORLD_MADE=1
     ip netns add "$SID_WORLD"
     ip netns add "$SID_REMOTE"
     ip -n "$SID_WORLD" link add eth0 type veth peer name eth0 netns "$SID_REMOTE"
@@ -135,12 +136,13 @@ sid_world_up() {
     ip -n "$SID_WORLD" -6 route add default via fd52:5::2 dev eth0
 }
 
-# sid_run_cases CASES_SCRIPT [enter.sh OPTIONS...]: CASES_SCRIPT (a file
-# of tests/sid/) run inside the tree as root in the world, with tests/
+# sid_run_cases SCRIPT [enter.sh OPTIONS...]: SCRIPT (a path under tests/,
+# e.g. sid/podman_cases.sh) run inside the tree as root in the world, with tests/
 # at /rknp/tests (read-only), a results directory at /rknp/out (kept with
 # SID_KEEP=1), the test host's namespace at /rknp/remote.netns, and the
-# SID_* settings; the world is made first and removed at exit. Returns
-# the cases' status.
+# SID_* settings; the world is made first (unless the caller made it
+# with sid_world_up) and removed at exit (then sid_cleanup_hook runs, if
+# the caller defined it). Returns the cases' status.
 sid_run_cases() {
     local script=$1 rc=0
     shift
@@ -148,19 +150,20 @@ sid_run_cases() {
     chmod 0755 "$SID_OUT"
     trap sid_cleanup EXIT
     trap 'exit 130' INT TERM
-    sid_world_up
+    [ -n "${SID_WORLD_MADE:-}" ] || sid_world_up
     "$SID_DIR/enter.sh" --netns "$SID_WORLD" \
         --bind "$SID_REPO/tests:/rknp/tests:ro" --bind "$SID_OUT:/rknp/out" \
         --bind "/run/netns/$SID_REMOTE:/rknp/remote.netns" "$@" \
         --env "SID_CASES=${SID_CASES:-}" --env "SID_ENGINES=${SID_ENGINES:-}" \
-        --env "SID_RKNP_EXPECT=$SID_RKNP_EXPECT" --env "SID_VERBOSE=${SID_VERBOSE:-}" \
-        -- bash "/rknp/tests/sid/$script" || rc=$?
+        --env "SID_RKNP_EXPECT=${SID_RKNP_EXPECT:-}" --env "SID_VERBOSE=${SID_VERBOSE:-}" \
+        -- bash "/rknp/tests/$script" || rc=$?
     return "$rc"
 }
 
 # sid_cleanup: the EXIT trap of sid_run_cases.
 # shellcheck disable=SC2317 # run by the trap
 sid_cleanup() {
+    if declare -F sid_cleanup_hook >/dev/null; then sid_cleanup_hook; fi
     sid_world_down
     if [ -n "${SID_KEEP:-}" ]; then echo "# results kept in $SID_OUT" >&2; else rm -rf "$SID_OUT"; fi
 }

@@ -62,6 +62,6 @@ sid_install_rknp
 echo "# sid: tree ready in $t_tree s ($(sed -n 2p "$SID_TREE/.rknp-sid-tree"))" >&2
 t1=$(date +%s)
 rc=0
-sid_run_cases podman_cases.sh || rc=$?
+sid_run_cases sid/podman_cases.sh || rc=$?
 echo "# sid: tree $t_tree s, cases $(($(date +%s) - t1)) s" >&2
 exit "$rc"

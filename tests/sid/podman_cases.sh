@@ -27,31 +27,13 @@ LO_PORT=18090           # a web server on the world's 127.0.0.1
 HOST_PORT=18091         # one on the world's WORLD_ADDR
 LOOPBACK_MAP=169.254.1.3 # case host_loopback's --map-host-loopback
 DNS_NAME=rknp-sid.test  # the test DNS server's name, -> REMOTE_ADDR
-IMG=localhost/rknp-sid:1
-USER_NAME=rknp
-HOME_DIR=/tmp/rknp-home
-WRAP_DIR=/run/rknp-sid
-ARGV_DIR=/tmp/rknp-argv
-PY=/usr/bin/python3
-HELPER=$T/sid/sid_helper.py
-CASE_TIMEOUT=${SID_CASE_TIMEOUT:-90}
 SID_CASES=${SID_CASES:-addresses download download6 publish client_addr host_address host_loopback dns network network_pesto info}
 SID_ENGINES=${SID_ENGINES:-real rknp}
 SID_RKNP_EXPECT=${SID_RKNP_EXPECT:-}
 # shellcheck source=tests/sid/cases_lib.sh
 . "$T/sid/cases_lib.sh"
-
-# as_user CMD...: CMD as the tree's unprivileged user, with ENGINE's
-# containers.conf override (CONF_VARIANT=-pesto: the one with pasta as the
-# rootless port forwarder), bounded by CASE_TIMEOUT.
-CONF_VARIANT=
-as_user() {
-    timeout -k 5 "$CASE_TIMEOUT" setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups \
-        env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME_DIR" \
-        XDG_RUNTIME_DIR="/run/user/$(id -u "$USER_NAME")" LANG=C.UTF-8 \
-        CONTAINERS_CONF_OVERRIDE="$HOME_DIR/engine-${ENGINE:-real}$CONF_VARIANT.conf" "$@"
-}
-pod() { as_user podman "$@"; }
+# shellcheck source=tests/sid/podman_lib.sh
+. "$T/sid/podman_lib.sh"
 
 # pod_run ARGS...: `podman run ARGS`, its stderr kept in $PODMAN_ERR too
 # (for podman_failed) and passed on to the case's log.
@@ -74,72 +56,11 @@ podman_failed() {
 # ---------------------------------------------------------------- set-up
 
 setup() {
-    local r f lib
-    mkdir -p "$HOME_DIR/.config/containers" "$ARGV_DIR" /tmp/www
-    chmod 1777 "$ARGV_DIR"
-    touch "$ARGV_DIR/real.log" "$ARGV_DIR/rknp.log"
-    chmod 0666 "$ARGV_DIR/real.log" "$ARGV_DIR/rknp.log"
-    cat >"$HOME_DIR/.config/containers/containers.conf" <<'EOF'
-[containers]
-cgroups = "disabled"
-
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-    printf '[storage]\ndriver = "vfs"\n' >"$HOME_DIR/.config/containers/storage.conf"
-    # Per engine: a directory holding only `pasta` and `pesto`, wrappers
-    # logging their argv (one line, shell-quoted) before exec'ing the
-    # engine's binary, first in helper_binaries_dir; Podman's own helpers
-    # after it. A second override per engine also makes pasta the port
-    # forwarder of rootless bridge networks (pesto mode).
-    local engine target prog
-    for engine in real rknp; do
-        mkdir -p "$WRAP_DIR/helpers-$engine"
-        for prog in pasta pesto; do
-            case $engine in
-            real) target=/usr/bin/$prog ;;
-            rknp) target=/usr/local/libexec/rknp/helpers/$prog ;;
-            esac
-            cat >"$WRAP_DIR/helpers-$engine/$prog" <<EOF
-#!/bin/bash
-{ printf '$prog'; printf ' %q' "\$@"; echo; } >>$ARGV_DIR/$engine.log
-exec $target "\$@"
-EOF
-            chmod 0755 "$WRAP_DIR/helpers-$engine/$prog"
-        done
-        printf '[engine]\nhelper_binaries_dir = ["%s", "/usr/libexec/podman", "/usr/lib/podman"]\n' \
-            "$WRAP_DIR/helpers-$engine" >"$HOME_DIR/engine-$engine.conf"
-        { cat "$HOME_DIR/engine-$engine.conf"; printf '\n[network]\nrootless_port_forwarder = "pasta"\n'; } \
-            >"$HOME_DIR/engine-$engine-pesto.conf"
-    done
-    chown -R "$USER_NAME:" "$HOME_DIR"
+    podman_setup
+    mkdir -p /tmp/www
     head -c 4194304 /dev/urandom >/tmp/www/file
     chmod -R a+rX /tmp/www
     FILE_SHA=$(sha256sum /tmp/www/file | cut -d' ' -f1)
-
-    # The image: Debian's static busybox (an applet link each), python3
-    # with its standard library, and sid_helper.py; imported, not pulled.
-    r=/tmp/image
-    mkdir -p "$r/bin" "$r/tmp" "$r/etc" "$r/usr/local/bin"
-    chmod 1777 "$r/tmp"
-    cp /usr/bin/busybox "$r/bin/busybox"
-    for f in $(busybox --list); do
-        [ -e "$r/bin/$f" ] || ln -s busybox "$r/bin/$f"
-    done
-    f=$(readlink -f /usr/bin/python3)
-    for lib in "$f" $(ldd "$f" | grep -oE '/[^ ]+'); do
-        mkdir -p "$r$(dirname "$lib")"
-        cp -L "$lib" "$r$lib"
-    done
-    ln -s "$(basename "$f")" "$r/usr/bin/python3"
-    mkdir -p "$r/usr/lib"
-    cp -a "/usr/lib/$(basename "$(readlink -f /usr/bin/python3)")" "$r/usr/lib/"
-    cp "$HELPER" "$r/usr/local/bin/sid_helper.py"
-    tar --numeric-owner --owner=0 --group=0 -C "$r" -cf /tmp/image.tar .
-    chmod a+r /tmp/image.tar
-    rm -rf "$r"
-    pod import -q /tmp/image.tar "$IMG" >/dev/null
 
     # Servers: DNS on the world's 127.0.0.1:53 (the tree's resolv.conf),
     # a web server on the world's loopback and one on the test host.
@@ -302,6 +223,7 @@ case_network_pesto() { network_case -pesto; }
 network_case() {
     CONF_VARIANT=$1
     local net=rknp-net-$ENGINE web=web-$ENGINE cid out sha rc=0
+    pod network rm -f "$net" >/dev/null 2>&1 || true # a failed case's
     pod network create "$net" >/dev/null || fail "podman network create failed"
     cid=$(pod_run -d --name "$web" --network "$net" -p 18092:8000 -v /tmp/www:/www:ro "$IMG" \
         python3 -m http.server -d /www 8000) || podman_failed "podman run -d --network $net"
