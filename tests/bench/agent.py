@@ -89,11 +89,17 @@ def iperf3_once(target, port, args, duration):
     # Per-second rates as the client counts them (received with -R, sent
     # without) show where a total is lost: the first seconds (slow start,
     # buffers growing), the steady state or the end.
-    return {"bps": s["bits_per_second"], "bytes": s["bytes"],
-            "sent_bytes": end.get("sum_sent", {}).get("bytes"),
-            "interval_bps": [round(i["sum"]["bits_per_second"])
-                             for i in doc.get("intervals", [])],
-            "retransmits": end.get("sum_sent", {}).get("retransmits")}
+    res = {"bps": s["bits_per_second"], "bytes": s["bytes"],
+           "sent_bytes": end.get("sum_sent", {}).get("bytes"),
+           "interval_bps": [round(i["sum"]["bits_per_second"])
+                            for i in doc.get("intervals", [])],
+           "retransmits": end.get("sum_sent", {}).get("retransmits")}
+    streams = end.get("streams", [])
+    if len(streams) > 1:
+        # -P N: each stream's receiver rate, for the fairness among them.
+        res["stream_bps"] = [round(st["receiver"]["bits_per_second"])
+                             for st in streams if "receiver" in st]
+    return res
 
 
 def udp_rr(target, port, tool, count, size, limit):

@@ -68,6 +68,9 @@ def parse_args(argv):
                     help="download and/or upload (default both)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=6, help="iperf3 -t")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="iperf3 -P: concurrent streams per run (the report adds"
+                    " Jain's fairness index among them; at most 128)")
     ap.add_argument("--link-mtu", type=int, default=1500, help="the bed's link MTU")
     ap.add_argument("--no-debian-sysctls", action="store_true",
                     help="keep the machine's socket sysctls (default: Debian's for the run)")
@@ -174,7 +177,9 @@ def run_session(target, mtu, bed, o, logf):
                 # iperf3's server finishes the previous test a round trip
                 # after the client: a new one right away is refused.
                 time.sleep(0.5 + 2 * bed.rtt_ms / 1000)
-            cmd = {"op": "iperf3", "args": DIRECTIONS[direction], "duration": o.seconds}
+            par = ["-P", str(o.parallel)] if o.parallel > 1 else []
+            cmd = {"op": "iperf3", "args": DIRECTIONS[direction] + par,
+                   "duration": o.seconds}
             bed.reseed()
             res = agent.ask(cmd, o.seconds + 60)
             if "error" in res:
@@ -245,7 +250,7 @@ def main(argv):
            "machine": {"kernel": platform.release(), "cpus": os.cpu_count()},
            "options": {"rtt_ms": o.rtt, "loss_percent": o.loss, "mtus": o.mtu,
                        "directions": o.direction, "repeat": o.repeat,
-                       "seconds": o.seconds, "link_mtu": o.link_mtu,
+                       "seconds": o.seconds, "parallel": o.parallel, "link_mtu": o.link_mtu,
                        "debian_sysctls": not o.no_debian_sysctls, "seed": o.seed,
                        "reorder_percent": o.reorder, "verify_bytes": o.verify_bytes,
                        "fresh_draws": o.fresh_draws},
@@ -266,7 +271,7 @@ def main(argv):
                                "kind": t.kind, "mtu": mtu, "direction": direction,
                                "repeat": rep, "load1": load1}
                         rec.update({k: r[k] for k in ("bps", "bytes", "sent_bytes",
-                                                      "interval_bps", "retransmits",
+                                                      "interval_bps", "retransmits", "stream_bps",
                                                       "error", "first_error") if k in r})
                         doc["runs"].append(rec)
                         log("rtt %g loss %g run %d/%d %-16s mtu %-5s %-8s %s"

@@ -52,12 +52,28 @@ def figures(runs):
     return [r["bps"] / 1e6 for r in runs if "bps" in r]
 
 
+def jain(rates):
+    """Jain's fairness index of the rates: 1 when all are equal, 1/n when
+    one stream has it all."""
+    total = sum(rates)
+    squares = sum(r * r for r in rates)
+    return total * total / (len(rates) * squares) if squares else 0.0
+
+
+def _run_text(r):
+    """One run's figure; with several streams, their fairness too."""
+    txt = _mbps(r["bps"] / 1e6)
+    if len(r.get("stream_bps") or []) > 1:
+        txt += " (J %.2f)" % jain(r["stream_bps"])
+    return txt
+
+
 def cell(runs, host_median):
     vals = figures(runs)
     failed = sum(1 for r in runs if "bps" not in r)
     if not vals and not failed:
         return "–"
-    txt = ", ".join(_mbps(v) for v in vals)
+    txt = ", ".join(_run_text(r) for r in runs if "bps" in r)
     if failed:
         txt += (", " if vals else "") + "%d failed" % failed
     retried = sum(1 for r in runs if r.get("first_error"))
@@ -93,10 +109,13 @@ def markdown(doc):
     o = doc["options"]
     lines = [
         "# rknp WAN benchmark, %s" % doc["started"], "",
-        "One iperf3 stream (-t %d) between the rootless child and a test host behind "
+        "%s (-t %d) between the rootless child and a test host behind "
         "the WAN bed (tests/lib/wan_bed.sh; link MTU %d; RTT = 2 x one-way delay; loss "
         "per packet each way%s, seed %d, %s); %s socket sysctls; %d repeat(s); kernel %s, "
         "%d CPUs; %.0f s wall." % (
+            "One iperf3 stream" if o.get("parallel", 1) <= 1 else
+            "iperf3 -P %d (that many concurrent streams; J = Jain's fairness index "
+            "among them, 1 = equal shares)" % o["parallel"],
             o["seconds"], o["link_mtu"],
             ", reordering %g%%" % o["reorder_percent"] if o.get("reorder_percent") else "",
             o["seed"],
