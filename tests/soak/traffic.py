@@ -952,14 +952,23 @@ def victim(op, addr, port, off, length, rate):
     return 0
 
 
-def fd_source(fd, off, length, rate):
+def fd_socket(fd):
+    """The socket the parent handed over: blocking again (the parent's
+    timeout left O_NONBLOCK on the shared file, which would end this
+    process with BlockingIOError before its kill)."""
     s = socket.socket(fileno=int(fd))
+    s.setblocking(True)
+    return s
+
+
+def fd_source(fd, off, length, rate):
+    s = fd_socket(fd)
     send_pattern(s, int(off), int(length), float(rate))
     return 0
 
 
 def fd_sink(fd, off):
-    s = socket.socket(fileno=int(fd))
+    s = fd_socket(fd)
     ck = Checker(int(off))
     buf = bytearray(4096)
     while True:  # slowly: data stays unread, so the kill resets
