@@ -105,7 +105,9 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
             cfg_.logger.warn("no IPv4 nameserver in /etc/resolv.conf: DNS to " +
                              format_ipv4(cfg_.cidr.dns()) + " is refused");
     }
-    if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0) throw_errno("stack loop: epoll_ctl");
+    if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0 ||
+        loop_events_.add(polls_.fd(), EPOLLIN, kSlirpRef) < 0)
+        throw_errno("stack loop: epoll_ctl");
 }
 
 std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
@@ -265,10 +267,14 @@ void StackLoop::handover_refused(const std::string &why) {
 StackLoop::HandoverPolls StackLoop::poll_handover() {
     HandoverPolls h;
     if (!handover_.listening()) return h;
-    h.listen_idx = polls_.add(handover_.listen_fd(), SLIRP_POLL_IN);
+    auto add = [this](int fd) {
+        own_polls_.push_back(pollfd{fd, POLLIN, 0});
+        return int(own_polls_.size() - 1);
+    };
+    h.listen_idx = add(handover_.listen_fd());
     h.pending = handover_.pending();
     for (size_t i = 0; i < h.pending; ++i) {
-        int idx = polls_.add(handover_.pending_fd(i), SLIRP_POLL_IN);
+        int idx = add(handover_.pending_fd(i));
         if (i == 0) h.first_pending_idx = idx;
     }
     return h;
@@ -282,7 +288,7 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
     int ready[handover::Server::kMaxPending];
     size_t n_ready = 0;
     for (size_t i = 0; i < h.pending; ++i)
-        if (polls_.revents(h.first_pending_idx + int(i)) != 0)
+        if (own_polls_[size_t(h.first_pending_idx) + i].revents != 0)
             ready[n_ready++] = handover_.pending_fd(i);
     auto adopt = [this](handover::Accepted &&a) { adopt_tap(std::move(a)); };
     for (size_t i = 0; i < n_ready && handover_.listening(); ++i) {
@@ -295,7 +301,7 @@ void StackLoop::serve_handover(const HandoverPolls &h) {
     if (!handover_.listening()) return;
     for (const std::string &why : handover_.expire(now_ms_))
         handover_refused(why);
-    if (polls_.revents(h.listen_idx) & POLLIN) {
+    if (own_polls_[size_t(h.listen_idx)].revents & POLLIN) {
         try {
             handover_.accept_one(now_ms_);
         } catch (const Error &e) {
@@ -349,13 +355,15 @@ void StackLoop::drain_tap(int budget) {
 
 void StackLoop::run() {
     while (!stop_.load()) {
-        polls_.clear();
+        own_polls_.clear();
         HandoverPolls handover_polls = poll_handover();
         uint32_t timeout = 1000;
         // The timeouts count from now; after the wait the round reads the
         // clock once more.
         now_ms_ = monotonic_ms();
+        polls_.begin();
         slirp_.fill(timeout, now_ms_);
+        polls_.end();
         auto sooner = [&timeout](int64_t next) {
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         };
@@ -364,18 +372,18 @@ void StackLoop::run() {
 
         // Host sockets first, with this round's results, before tap input
         // can create or close sockets; serviced every iteration. With no
-        // libslirp socket and no hand-over to watch, the set is all there
-        // is: one epoll_wait, no poll(2) around it.
+        // hand-over to watch, the set is all there is: one epoll_wait, no
+        // poll(2) around it.
         int n;
         RoundEvents events;
-        if (polls_.empty()) {
+        if (own_polls_.empty()) {
             events = take_events(int(timeout), n);
             now_ms_ = monotonic_ms();
         } else {
-            const int events_idx = polls_.add(events_.get(), SLIRP_POLL_IN);
-            n = polls_.wait(int(timeout));
+            own_polls_.push_back(pollfd{events_.get(), POLLIN, 0});
+            n = ::poll(own_polls_.data(), own_polls_.size(), int(timeout));
             now_ms_ = monotonic_ms();
-            if (polls_.revents(events_idx) != 0) {
+            if (n > 0 && own_polls_.back().revents != 0) {
                 int taken;
                 events = take_events(0, taken);
             }
@@ -384,7 +392,11 @@ void StackLoop::run() {
             cfg_.logger.error(std::string("stack loop: wait: ") + std::strerror(errno));
             return;
         }
-        slirp_.poll(n < 0);
+        // libslirp's sockets, when its set said some are ready.
+        bool slirp_error = n < 0;
+        if (has_ref(events.of(EventOwner::Loop), kSlirpRef) && polls_.collect() < 0)
+            slirp_error = true;
+        slirp_.poll(slirp_error);
         for (Path *p : paths_) {
             const std::span<const epoll_event> evs = events.of(p->event_owner());
             bool &before = ready_before_[size_t(p->event_owner())];

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's event loop: one epoll set holds the wake-up
-// eventfd, the tap and the TCP and UDP fast paths' and the ICMP echo
-// path's host sockets (EventSource); a round waits in epoll_wait on it,
-// or, while libslirp has host sockets or the hand-over socket is open, in
-// one poll over those and the set. Guest frames go through
+// eventfd, the tap, the TCP and UDP fast paths' and the ICMP echo
+// path's host sockets (EventSource) and libslirp's own epoll set
+// (PollSet); a round waits in epoll_wait on it, or, while the hand-over
+// socket is open, in one poll over the hand-over's fds and the set. Guest
+// frames go through
 // GuestIngress (filter, reassembly, TCP | UDP fast path | echo path |
 // libslirp), libslirp's replies -> coalescer -> tap, the fast paths'
 // straight to the tap. Everything in here runs on the one stack thread; other threads only
 // touch the atomic Stats, the TaskQueue and the wake-up eventfd.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <array>
@@ -112,7 +114,10 @@ private:
     TaskQueue &tasks_;
     TapIo tap_;
     Coalescer coalescer_;
-    PollSet polls_;
+    PollSet polls_; // libslirp's host sockets
+    // The hand-over's fds and the loop's set, while the hand-over is open:
+    // what the round waits on with poll(2).
+    std::vector<pollfd> own_polls_;
     std::vector<uint8_t> frame_;
     bool tap_ready_before_ = false; // the tap was readable last round
     // Whether each event owner (a path) had events last round: a burst.
@@ -120,7 +125,7 @@ private:
     // The shared epoll set; before the paths, which register with it.
     UniqueFd events_;
     EventSource loop_events_; // the loop's own share: the wake-up, the tap
-    static constexpr uint64_t kWakeRef = 0, kTapRef = 1;
+    static constexpr uint64_t kWakeRef = 0, kTapRef = 1, kSlirpRef = 2;
     static constexpr int kMaxEvents = 256;
     std::array<epoll_event, kMaxEvents> waited_{}, round_events_{};
     // The round's clock: read before the wait (for its timeout) and once

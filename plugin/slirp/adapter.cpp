@@ -72,8 +72,9 @@ struct SlirpCallbacks {
             return 0;
         });
     }
-    // The loop rebuilds its poll set every iteration, so registration and
-    // notification need no bookkeeping. Every socket libslirp creates or
+    // The poll set keeps what libslirp asks for between rounds: a socket
+    // registered or about to close is news to it (a number it may have
+    // watched for a closed socket). Every socket libslirp creates or
     // accepts (forwards: accept(2) without SOCK_CLOEXEC in 4.7.0) is
     // registered here: rootlesskit's children must not inherit it.
     // Registrations also tell GuestSockets which host sockets guest flows
@@ -82,9 +83,11 @@ struct SlirpCallbacks {
         int flags = ::fcntl(fd, F_GETFD);
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        self(o).polls_.forget(fd);
         self(o).sockets_.on_register(fd);
     }
     static void unregister_poll_fd(int fd, void *o) noexcept {
+        self(o).polls_.forget(fd);
         self(o).sockets_.on_unregister(fd);
     }
     static void notify(void *) noexcept {}

@@ -51,9 +51,10 @@ struct SlirpRig {
     // One round of the stack loop's host-socket servicing (timeout_ms for
     // poll(2)).
     void poll_sockets(int timeout_ms) {
-        polls.clear();
+        polls.begin();
         uint32_t timeout = uint32_t(timeout_ms);
         slirp->fill(timeout, 0);
+        polls.end();
         int n = polls.wait(timeout_ms);
         slirp->poll(n < 0);
     }

@@ -130,9 +130,10 @@ int upload_child(int tap_fd, int guest_fd) {
     SlirpAdapter slirp(cfg, tap, coalescer, polls, sockets);
     auto pump = [&](int rounds) {
         for (int i = 0; i < rounds; ++i) {
-            polls.clear();
+            polls.begin();
             uint32_t timeout = 5;
             slirp.fill(timeout, now_ms());
+            polls.end();
             polls.wait(int(std::min<uint32_t>(timeout, 5)));
             slirp.poll(false);
             slirp.run_timers(now_ms());

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// libslirp's sockets in their epoll set: registration by difference,
+// the sweep of sockets libslirp stopped naming, and the events' translation.
+#include "slirp/poll_set.hpp"
+
+#include <poll.h>
+#include <slirp/libslirp.h>
+
+#include <cerrno>
+
+#include "common/error.hpp"
+
+namespace rknp {
+
+namespace {
+
+uint32_t epoll_events(int slirp_events) {
+    // HUP and ERR are reported whatever is asked for.
+    uint32_t ev = 0;
+    if (slirp_events & SLIRP_POLL_IN) ev |= EPOLLIN;
+    if (slirp_events & SLIRP_POLL_OUT) ev |= EPOLLOUT;
+    if (slirp_events & SLIRP_POLL_PRI) ev |= EPOLLPRI;
+    return ev;
+}
+
+int slirp_events(uint32_t r) {
+    int ev = 0;
+    if (r & EPOLLIN) ev |= SLIRP_POLL_IN;
+    if (r & EPOLLOUT) ev |= SLIRP_POLL_OUT;
+    if (r & EPOLLPRI) ev |= SLIRP_POLL_PRI;
+    if (r & EPOLLERR) ev |= SLIRP_POLL_ERR;
+    if (r & EPOLLHUP) ev |= SLIRP_POLL_HUP;
+    return ev;
+}
+
+} // namespace
+
+PollSet::PollSet() : ep_(::epoll_create1(EPOLL_CLOEXEC)) {
+    if (!ep_) throw_errno("libslirp's epoll set: epoll_create1");
+}
+
+int PollSet::ctl(int op, int fd, uint32_t events) {
+    ++ctl_calls_;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = uint64_t(uint32_t(fd));
+    return ::epoll_ctl(ep_.get(), op, fd, op == EPOLL_CTL_DEL ? nullptr : &ev);
+}
+
+void PollSet::begin() {
+    ++round_;
+    seen_watched_ = 0;
+}
+
+int PollSet::add(int fd, int slirp_ev) {
+    if (fd < 0) return -1;
+    if (size_t(fd) >= entries_.size()) entries_.resize(size_t(fd) + 1);
+    Entry &e = entries_[size_t(fd)];
+    uint32_t want = epoll_events(slirp_ev);
+    if (e.seen == round_) want |= e.events; // named twice: both interests
+    const bool first_this_round = e.seen != round_;
+    e.seen = round_;
+    if (!e.in) {
+        if (ctl(EPOLL_CTL_ADD, fd, want) < 0 &&
+            (errno != EEXIST || ctl(EPOLL_CTL_MOD, fd, want) < 0))
+            return -1;
+        e.in = true;
+        e.pos = uint32_t(watched_.size());
+        watched_.push_back(fd);
+    } else if (e.events != want) {
+        // ENOENT: the number is a new socket's that nobody announced.
+        if (ctl(EPOLL_CTL_MOD, fd, want) < 0 &&
+            (errno != ENOENT || ctl(EPOLL_CTL_ADD, fd, want) < 0)) {
+            drop(e);
+            if (!first_this_round) --seen_watched_;
+            return -1;
+        }
+    }
+    e.events = want;
+    if (first_this_round) ++seen_watched_;
+    return fd;
+}
+
+void PollSet::end() {
+    // Idle rounds name every registered socket: nothing to look at.
+    if (seen_watched_ == watched_.size()) return;
+    for (size_t i = 0; i < watched_.size();) {
+        const int fd = watched_[i];
+        Entry &e = entries_[size_t(fd)];
+        if (e.seen == round_) {
+            ++i;
+            continue;
+        }
+        (void)ctl(EPOLL_CTL_DEL, fd, 0); // EBADF/ENOENT: closed, gone already
+        drop(e);                         // moves the last one to i
+    }
+}
+
+void PollSet::drop(Entry &e) {
+    if (!e.in) return;
+    const int last = watched_.back();
+    watched_[e.pos] = last;
+    entries_[size_t(last)].pos = e.pos;
+    watched_.pop_back();
+    e.in = false;
+    e.events = 0;
+}
+
+int PollSet::collect() {
+    const int n = ::epoll_wait(ep_.get(), ready_.data(), int(ready_.size()), 0);
+    for (int i = 0; i < n; ++i) {
+        const size_t fd = size_t(ready_[size_t(i)].data.u64);
+        if (fd >= entries_.size()) continue;
+        entries_[fd].ready = round_;
+        entries_[fd].revents = ready_[size_t(i)].events;
+    }
+    return n;
+}
+
+int PollSet::wait(int timeout_ms) {
+    pollfd p{ep_.get(), POLLIN, 0};
+    const int n = ::poll(&p, 1, timeout_ms);
+    return n <= 0 ? n : collect();
+}
+
+int PollSet::slirp_revents(int idx) const {
+    if (idx < 0 || size_t(idx) >= entries_.size()) return 0;
+    const Entry &e = entries_[size_t(idx)];
+    return e.ready == round_ ? slirp_events(e.revents) : 0;
+}
+
+void PollSet::forget(int fd) noexcept {
+    if (fd < 0 || size_t(fd) >= entries_.size()) return;
+    Entry &e = entries_[size_t(fd)];
+    if (e.in) {
+        if (e.seen == round_) --seen_watched_;
+        (void)ctl(EPOLL_CTL_DEL, fd, 0);
+        drop(e);
+    }
+    e = Entry{};
+}
+
+} // namespace rknp
