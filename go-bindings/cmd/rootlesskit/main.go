@@ -50,6 +50,9 @@ func main() {
 		return
 	}
 	r := currentRole()
+	if r == roleParent {
+		holdMmapThreshold() // the parent loads the plugin
+	}
 	var debug bool
 	app := newApp(r, &debug)
 	cli.VersionPrinter = printVersion

@@ -29,6 +29,7 @@
 
 #include "background.hpp"
 #include "cli.hpp"
+#include "cmd/common/malloc_policy.hpp"
 #include "cmd/common/child_process.hpp"
 #include "cmd/common/control_socket.hpp"
 #include "cmd/common/errors.hpp"
@@ -267,6 +268,7 @@ int run(int argc, char *argv[]) {
 } // namespace pasta
 
 int main(int argc, char *argv[]) {
+    cmd::hold_mmap_threshold(); // before the stack thread starts
     try {
         int code = pasta::run(argc, argv);
         std::fflush(nullptr);

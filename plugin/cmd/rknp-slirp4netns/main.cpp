@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hostfwd_api.hpp"
+#include "cmd/common/malloc_policy.hpp"
 #include "cmd/common/child_process.hpp"
 #include "cmd/common/control_socket.hpp"
 #include "cli.hpp"
@@ -272,6 +273,7 @@ Outcome run(int argc, char *argv[]) {
 } // namespace s4n
 
 int main(int argc, char *argv[]) {
+    cmd::hold_mmap_threshold(); // before the stack thread starts
     s4n::Outcome out;
     try {
         out = s4n::run(argc, argv);
