@@ -4,10 +4,10 @@
 // difference: each round libslirp names every socket it wants to hear
 // about (slirp_pollfds_fill calls add), idle ones included, and only what
 // changed since the last round reaches the kernel. A poll(2) over all of
-// them cost the kernel about 0.4 µs a socket a wait, two waits a round
-// trip: 3.5 ms a 64-byte ping-pong with 4000 idle connections against 0.14
-// without (docs/benchmarks.md). The stack loop waits on fd() inside its
-// own set; collect() then reads which sockets are ready. Stack thread only.
+// them was 85 % of the stack thread with 4000 idle connections, a 64-byte
+// ping-pong 2.1-69 ms against 0.03-0.14 without (docs/benchmarks.md). The
+// stack loop waits on fd() inside its own set; collect() then reads which
+// sockets are ready. Stack thread only.
 #pragma once
 
 #include <sys/epoll.h>
