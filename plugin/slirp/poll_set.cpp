@@ -1,40 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // libslirp's sockets in their epoll set: registration by difference,
-// the sweep of sockets libslirp stopped naming, and the events' translation.
+// the sweep of sockets libslirp stopped naming, collecting the events.
 #include "slirp/poll_set.hpp"
 
 #include <poll.h>
-#include <slirp/libslirp.h>
 
 #include <cerrno>
 
 #include "common/error.hpp"
 
 namespace rknp {
-
-namespace {
-
-uint32_t epoll_events(int slirp_events) {
-    // HUP and ERR are reported whatever is asked for.
-    uint32_t ev = 0;
-    if (slirp_events & SLIRP_POLL_IN) ev |= EPOLLIN;
-    if (slirp_events & SLIRP_POLL_OUT) ev |= EPOLLOUT;
-    if (slirp_events & SLIRP_POLL_PRI) ev |= EPOLLPRI;
-    return ev;
-}
-
-int slirp_events(uint32_t r) {
-    int ev = 0;
-    if (r & EPOLLIN) ev |= SLIRP_POLL_IN;
-    if (r & EPOLLOUT) ev |= SLIRP_POLL_OUT;
-    if (r & EPOLLPRI) ev |= SLIRP_POLL_PRI;
-    if (r & EPOLLERR) ev |= SLIRP_POLL_ERR;
-    if (r & EPOLLHUP) ev |= SLIRP_POLL_HUP;
-    return ev;
-}
-
-} // namespace
 
 PollSet::PollSet() : ep_(::epoll_create1(EPOLL_CLOEXEC)) {
     if (!ep_) throw_errno("libslirp's epoll set: epoll_create1");
@@ -53,7 +29,7 @@ void PollSet::begin() {
     seen_watched_ = 0;
 }
 
-int PollSet::add(int fd, int slirp_ev) {
+int PollSet::add_changed(int fd, int slirp_ev) {
     if (fd < 0) return -1;
     if (size_t(fd) >= entries_.size()) entries_.resize(size_t(fd) + 1);
     Entry &e = entries_[size_t(fd)];
@@ -122,12 +98,6 @@ int PollSet::wait(int timeout_ms) {
     pollfd p{ep_.get(), POLLIN, 0};
     const int n = ::poll(&p, 1, timeout_ms);
     return n <= 0 ? n : collect();
-}
-
-int PollSet::slirp_revents(int idx) const {
-    if (idx < 0 || size_t(idx) >= entries_.size()) return 0;
-    const Entry &e = entries_[size_t(idx)];
-    return e.ready == round_ ? slirp_events(e.revents) : 0;
 }
 
 void PollSet::forget(int fd) noexcept {
