@@ -12,7 +12,10 @@ host side reads the stack's process (rootlesskit's parent, or the helper
 named by --helper) before and after: RSS from smaps_rollup, the heap's
 and the anonymous maps' shares from smaps. Loopback only: nothing leaves
 this machine. Prints one JSON object; --repeat runs that many ping-pongs
-of --count round trips each way and keeps the median p50.
+of --count round trips each way and keeps the median p50;
+--max-kib-per-flow K fails (exit 1) when an idle flow costs more than K
+KiB (the ctest idle-flows-memory: 64, a quarter of what libslirp's two
+heap-copied buffers cost).
 
     tests/bench/idle_flows.py --flows 4000
     tests/bench/idle_flows.py --flows 4000 --rootlesskit-args --net=slirp4netns
@@ -165,6 +168,8 @@ def main():
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
     ap.add_argument("--helper", default="", help="comm of a stack helper (slirp4netns)")
+    ap.add_argument("--max-kib-per-flow", type=float, default=0,
+                    help="exit 1 if an idle flow costs more (0: report only)")
     ap.add_argument("--env", action="append", default=[],
                     help="NAME=VALUE for rootlesskit's environment")
     ap.add_argument("--rootlesskit-args", nargs=argparse.REMAINDER,
@@ -222,6 +227,11 @@ def main():
         time.sleep(2)
         res["after_close"] = memory_kib(pid)
         print(json.dumps(res, indent=1))
+        if o.max_kib_per_flow and res["kib_per_flow"] > o.max_kib_per_flow:
+            print("FAIL: %.1f KiB an idle flow, more than %.1f" %
+                  (res["kib_per_flow"], o.max_kib_per_flow), file=sys.stderr)
+            return 1
+        return 0
     finally:
         p.stdin.close()
         try:
