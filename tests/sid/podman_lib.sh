@@ -16,6 +16,7 @@ USER_NAME=rknp
 HOME_DIR=/tmp/rknp-home
 WRAP_DIR=/run/rknp-sid
 ARGV_DIR=/tmp/rknp-argv
+# shellcheck disable=SC2034 # PY: for the scripts that source this file
 PY=/usr/bin/python3
 HELPER=$T/sid/sid_helper.py
 CASE_TIMEOUT=${SID_CASE_TIMEOUT:-90}
