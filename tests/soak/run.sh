@@ -31,7 +31,7 @@
 #   of each bulk stream, default 2000000), SOAK_SHORT_RATE (connections/s
 #   per client, 10), SOAK_HOLDS (held connections per client, 6) and the
 #   others in soak_config; SOAK_DRAIN (s, 60); SOAK_RSS_BOUND_MIB (8);
-#   SOAK_SLIRP_MALLOC=shipped (see stack_env); SOAK_STACK_ENV="VAR=VALUE
+#   SOAK_SLIRP_MALLOC=heap (see stack_env); SOAK_STACK_ENV="VAR=VALUE
 #   ..." for every stack's process; SOAK_LEAK=fd:N|mem:KIB (a deliberately
 #   broken stack, see below).
 #
@@ -166,16 +166,17 @@ if [ -n "${SOAK_LEAK:-}" ]; then
     done
     log "LEAKING on purpose (${SOAK_LEAK_STACKS:-$STACKS}): ${LEAK_ENV[*]}"
 fi
-# stack_env STACK: sets ENV to the variables of STACK's process. libslirp's
-# TCP path (plugin-slirp) runs with glibc's mmap threshold fixed at 64 KiB:
-# by default glibc raises the threshold once a mapped chunk is freed, the
-# 128 KiB socket buffers libslirp allocates per connection then come from
-# the heap and what they leave is kept, and the RSS climbs for minutes
-# (31 MiB to 130 MiB in 4 minutes, still creeping; flat at 40 MiB with the
-# threshold fixed): heap the allocator keeps, which would hide a leak.
-# SOAK_SLIRP_MALLOC=shipped runs it as shipped.
-SLIRP_MALLOC=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536
-[ "${SOAK_SLIRP_MALLOC:-}" = shipped ] && SLIRP_MALLOC=""
+# stack_env STACK: sets ENV to the variables of STACK's process. Every
+# stack runs as shipped: rknp's programs (rootlesskit's parent,
+# rknp-slirp4netns) hold glibc's mmap threshold at 128 KiB themselves, so
+# that libslirp's 128 KiB socket buffers stay mapped chunks instead of
+# heap that glibc keeps (docs/soak.md). SOAK_SLIRP_MALLOC=heap runs the
+# libslirp TCP stack (plugin-slirp) with the threshold at 32 MiB
+# (GLIBC_TUNABLES; the programs leave a set one alone): the buffers come
+# from the heap as they did before the programs held it, and the RSS
+# climbs for minutes (31 to 130 MiB in 4 then).
+SLIRP_MALLOC=""
+[ "${SOAK_SLIRP_MALLOC:-}" = heap ] && SLIRP_MALLOC=GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432
 stack_env() {
     ENV=()
     [ "$1" = plugin-slirp ] && [ -n "$SLIRP_MALLOC" ] && ENV+=("$SLIRP_MALLOC")
