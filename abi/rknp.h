@@ -108,8 +108,11 @@ extern "C" {
  *   1.6  rknp_config.guest_address, gateway, dns_address, map_guest_addr,
  *        map_host_loopback and network_model (pasta's address model);
  *        no new functions
+ *   1.7  rknp_config.ipv6_network, ipv6_gateway, map_guest_addr6,
+ *        map_host_loopback6 and disable_ipv4 (pasta's address model for
+ *        IPv6, and IPv6 alone); no new functions
  */
-#define RKNP_ABI_MINOR 6
+#define RKNP_ABI_MINOR 7
 /** rknp_abi_version() packs both: (major << 16) | minor. */
 #define RKNP_ABI_VERSION ((uint32_t)((RKNP_ABI_MAJOR << 16) | RKNP_ABI_MINOR))
 
@@ -149,7 +152,7 @@ RKNP_API void rknp_error_free(rknp_error *err);
 
 /** RKNP_ABI_VERSION of the loaded library. Thread-safe. */
 RKNP_API uint32_t rknp_abi_version(void);
-/** Library version string, e.g. "1.6.0 (libslirp 4.7.0)". Static storage,
+/** Library version string, e.g. "1.7.0 (libslirp 4.7.0)". Static storage,
  *  never freed. Thread-safe. */
 RKNP_API const char *rknp_library_version(void);
 
@@ -276,6 +279,31 @@ typedef struct rknp_config {
     uint8_t network_model;        /* RKNP_NETWORK_MODEL_*: what cidr's other
                                      addresses are */
     uint8_t reserved_1_6[7];      /* 0; never a field (layout rule) */
+    /* 1.7: pasta's model for IPv6 (enable_ipv6 and
+       RKNP_NETWORK_MODEL_HOST), and IPv6 alone */
+    const char *ipv6_network;     /* "ADDR/LEN", LEN 1..128: the host's
+                                     IPv6 network; its other addresses are
+                                     the host's neighbours (NDP answered,
+                                     traffic on the fast paths, libslirp's
+                                     IPv6 off: no router advertisements,
+                                     no fd00::3). Needs ipv6_address in it
+                                     and RKNP_NETWORK_MODEL_HOST. NULL:
+                                     libslirp's fd00::/64 */
+    const char *ipv6_gateway;     /* with ipv6_network: the default
+                                     gateway, in it or link-local (fe80::/10),
+                                     not ipv6_address; NULL: the network's
+                                     ::1 (or ::2 when that is the guest's) */
+    const char *map_guest_addr6;  /* with ipv6_network: an IPv6 address that
+                                     reaches the host at ipv6_address; NULL:
+                                     none */
+    const char *map_host_loopback6; /* with ipv6_network: an IPv6 address
+                                     that reaches the host's ::1, besides
+                                     the gateway; NULL: none */
+    uint8_t disable_ipv4;         /* 1: the child gets no IPv4 address or
+                                     route and guest IPv4 and ARP frames
+                                     are dropped (pasta's -6); needs
+                                     enable_ipv6 and enable_dhcp 0 */
+    uint8_t reserved_1_7[7];      /* 0; never a field (layout rule) */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
@@ -358,6 +386,8 @@ enum {
     (offsetof(rknp_config, reserved_1_5) + 7)
 #define RKNP_CONFIG_SIZE_1_6 \
     (offsetof(rknp_config, reserved_1_6) + 7)
+#define RKNP_CONFIG_SIZE_1_7 \
+    (offsetof(rknp_config, reserved_1_7) + 7)
 
 /**
  * Static initialiser with every default, the same struct as
@@ -368,7 +398,8 @@ enum {
     { sizeof(rknp_config), 65520, NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL, \
       NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
       RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 }, NULL, NULL,  \
-      NULL, NULL, NULL, RKNP_NETWORK_MODEL_SLIRP, { 0 } }
+      NULL, NULL, NULL, RKNP_NETWORK_MODEL_SLIRP, { 0 }, NULL, NULL, NULL,  \
+      NULL, 0, { 0 } }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every

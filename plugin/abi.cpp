@@ -131,9 +131,14 @@ RKNP_API rknp_status rknp_parent_network(const rknp_parent *p,
         put(n.gateway, rknp::format_ipv4(c.cidr.gateway()));
         if (!c.disable_dns) {
             put(n.dns[n.dns_count++], rknp::format_ipv4(c.cidr.dns()));
-            if (c.ipv6) put(n.dns[n.dns_count++], rknp::kIpv6Dns);
+            // pasta's IPv6 model has no IPv6 DNS forwarder (libslirp's
+            // fd00::3 is off with the rest of its IPv6).
+            if (c.ipv6 && !c.ipv6_host) put(n.dns[n.dns_count++], rknp::kIpv6Dns);
         }
-        if (c.ipv6) put(n.ipv6_gateway, rknp::kIpv6Gateway);
+        if (c.ipv6_host)
+            put(n.ipv6_gateway, rknp::format_ipv6(c.ipv6_host->gateway));
+        else if (c.ipv6)
+            put(n.ipv6_gateway, rknp::kIpv6Gateway);
         put(n.libslirp_version, slirp_version_string());
         rknp::write_versioned(out, n);
     });

@@ -29,6 +29,7 @@ static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_3 == 96);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_4 == 104);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_5 == 112);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_6 == 160);
+static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_7 == 200);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_0 == 202);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_3 == 234);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_0 == 56);
@@ -53,10 +54,11 @@ static_assert(sizeof(void *) != 8 ||
               offsetof(rknp_stats, tcp_peek_mode) == 136);
 static_assert(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
 static_assert(offsetof(rknp_config, guest_address) == RKNP_CONFIG_SIZE_1_5);
+static_assert(offsetof(rknp_config, ipv6_network) == RKNP_CONFIG_SIZE_1_6);
 static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
 // ... and every struct ends on a member (its reserved block), not on tail
 // padding: the next minor starts at this header's sizeof.
-static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_6);
+static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
 static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_5);
 static_assert(sizeof(rknp_network) ==
               offsetof(rknp_network, reserved_1_3) + 2);
@@ -72,9 +74,10 @@ static_assert(sizeof(rknp_api_v1) == RKNP_API_V1_SIZE_1_1);
 template <typename T> struct Versions;
 template <> struct Versions<rknp_config> {
     static constexpr const char *name = "rknp_config";
-    static constexpr std::array<size_t, 6> sizes{
+    static constexpr std::array<size_t, 7> sizes{
         RKNP_CONFIG_SIZE_1_0, RKNP_CONFIG_SIZE_1_2, RKNP_CONFIG_SIZE_1_3,
-        RKNP_CONFIG_SIZE_1_4, RKNP_CONFIG_SIZE_1_5, RKNP_CONFIG_SIZE_1_6};
+        RKNP_CONFIG_SIZE_1_4, RKNP_CONFIG_SIZE_1_5, RKNP_CONFIG_SIZE_1_6,
+        RKNP_CONFIG_SIZE_1_7};
 };
 template <> struct Versions<rknp_network> {
     static constexpr const char *name = "rknp_network";

@@ -104,13 +104,20 @@ std::string configure_here(const ChildSetup &s, const Logger &log,
         return s.ifname;
     }
     int idx = nl.ifindex(s.ifname);
-    uint32_t ip = htonl(s.ip), gw = htonl(s.gateway);
-    nl.add_address(idx, AF_INET, &ip, s.prefix_len, false);
-    nl.add_default_route(idx, AF_INET, &gw);
+    if (s.ipv4) {
+        uint32_t ip = htonl(s.ip), gw = htonl(s.gateway);
+        nl.add_address(idx, AF_INET, &ip, s.prefix_len, false);
+        nl.add_default_route(idx, AF_INET, &gw);
+    }
     if (s.ipv6 && s.ipv6_address) {
+        // pasta's model: the host's prefix length and gateway (which may be
+        // link-local); else libslirp's fd00::/64 via fd00::2.
         in6_addr gw6{};
-        inet_pton(AF_INET6, kIpv6Gateway, &gw6);
-        nl.add_address(idx, AF_INET6, s.ipv6_address->s6_addr, kIpv6PrefixLen,
+        if (s.ipv6_gateway)
+            gw6 = *s.ipv6_gateway;
+        else
+            inet_pton(AF_INET6, kIpv6Gateway, &gw6);
+        nl.add_address(idx, AF_INET6, s.ipv6_address->s6_addr, s.ipv6_prefix_len,
                        true);
         nl.add_default_route(idx, AF_INET6, &gw6);
     }
@@ -127,8 +134,13 @@ std::string configure_here(const ChildSetup &s, const Logger &log,
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     }
-    log.info("configured " + s.ifname + " " + format_ipv4(s.ip) + "/" +
-             std::to_string(s.prefix_len) + " via " + format_ipv4(s.gateway));
+    if (s.ipv4)
+        log.info("configured " + s.ifname + " " + format_ipv4(s.ip) + "/" +
+                 std::to_string(s.prefix_len) + " via " + format_ipv4(s.gateway));
+    if (s.ipv6_gateway && s.ipv6_address)
+        log.info("configured " + s.ifname + " " + format_ipv6(*s.ipv6_address) + "/" +
+                 std::to_string(s.ipv6_prefix_len) + " via " +
+                 format_ipv6(*s.ipv6_gateway));
     return s.ifname;
 }
 

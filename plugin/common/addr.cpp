@@ -22,6 +22,20 @@ namespace {
                   std::string(text) + "\": " + why);
 }
 
+// "ADDR/LEN": ADDR, with LEN (a number) in len.
+std::string_view split_prefix(std::string_view option, std::string_view text,
+                              const char *family, const char *example, uint32_t &len) {
+    auto slash = text.find('/');
+    if (slash == std::string_view::npos)
+        bad(option, text,
+            std::string("expected ") + family + " address/prefix, e.g. " + example);
+    auto plen = text.substr(slash + 1);
+    auto [end, ec] = std::from_chars(plen.data(), plen.data() + plen.size(), len);
+    if (ec != std::errc() || end != plen.data() + plen.size() || plen.empty())
+        bad(option, text, "prefix length is not a number");
+    return text.substr(0, slash);
+}
+
 } // namespace
 
 uint32_t Ipv4Cidr::netmask() const {
@@ -29,16 +43,9 @@ uint32_t Ipv4Cidr::netmask() const {
 }
 
 Ipv4Cidr Ipv4Cidr::parse(std::string_view option, std::string_view text) {
-    auto slash = text.find('/');
-    if (slash == std::string_view::npos)
-        bad(option, text, "expected IPv4 address/prefix, e.g. 10.0.2.0/24");
     Ipv4Cidr c;
-    c.network = parse_ipv4(option, text.substr(0, slash));
-    auto plen = text.substr(slash + 1);
-    auto [end, ec] =
-        std::from_chars(plen.data(), plen.data() + plen.size(), c.prefix_len);
-    if (ec != std::errc() || end != plen.data() + plen.size() || plen.empty())
-        bad(option, text, "prefix length is not a number");
+    c.network = parse_ipv4(option, split_prefix(option, text, "IPv4", "10.0.2.0/24",
+                                                c.prefix_len));
     // Room for a network address, a gateway, a guest and a broadcast.
     if (c.prefix_len < 1 || c.prefix_len > 30)
         bad(option, text, "prefix length must be 1..30");
@@ -52,6 +59,33 @@ Ipv4Cidr Ipv4Cidr::parse(std::string_view option, std::string_view text) {
     c.dhcp_addr = c.host(15);
     c.guest_addr = c.host(100);
     return c;
+}
+
+Ipv6Prefix Ipv6Prefix::parse(std::string_view option, std::string_view text) {
+    Ipv6Prefix p;
+    p.network = parse_ipv6(option, split_prefix(option, text, "IPv6", "2001:db8::/64", p.len));
+    if (p.len < 1 || p.len > 128) bad(option, text, "prefix length must be 1..128");
+    for (uint32_t bit = p.len; bit < 128; ++bit)
+        p.network.s6_addr[bit / 8] &= uint8_t(~(0x80u >> (bit % 8)));
+    return p;
+}
+
+bool Ipv6Prefix::contains(const uint8_t a[16]) const {
+    const size_t bytes = len / 8;
+    if (std::memcmp(a, network.s6_addr, bytes) != 0) return false;
+    if (len % 8 == 0) return true;
+    const uint8_t m = uint8_t(0xff << (8 - len % 8));
+    return (a[bytes] & m) == (network.s6_addr[bytes] & m);
+}
+
+bool is_link_local6(const in6_addr &a) {
+    return a.s6_addr[0] == 0xfe && (a.s6_addr[1] & 0xc0) == 0x80;
+}
+
+bool is_global_unicast6(const in6_addr &a) {
+    return !IN6_IS_ADDR_UNSPECIFIED(&a) && !IN6_IS_ADDR_LOOPBACK(&a) &&
+           !IN6_IS_ADDR_MULTICAST(&a) && !IN6_IS_ADDR_V4MAPPED(&a) &&
+           !is_link_local6(a);
 }
 
 std::string format_ipv4(uint32_t host_order) {

@@ -40,6 +40,25 @@ struct Ipv4Cidr {
     uint32_t guest() const { return guest_addr; }
 };
 
+// An IPv6 network, "ADDR/LEN" (LEN 1..128; host bits are cleared, so that
+// an interface's "ADDR/LEN", pasta's and ip's form, names its network).
+struct Ipv6Prefix {
+    in6_addr network{};
+    uint32_t len = 64;
+
+    static Ipv6Prefix parse(std::string_view option, std::string_view text);
+    bool contains(const uint8_t a[16]) const;
+    bool contains(const in6_addr &a) const { return contains(a.s6_addr); }
+};
+
+inline bool same_ipv6(const in6_addr &a, const in6_addr &b) {
+    return IN6_ARE_ADDR_EQUAL(&a, &b);
+}
+// fe80::/10.
+bool is_link_local6(const in6_addr &a);
+// Neither ::, ::1, multicast, IPv4-mapped nor link-local.
+bool is_global_unicast6(const in6_addr &a);
+
 std::string format_ipv4(uint32_t host_order);
 std::string format_ipv6(const in6_addr &a);
 std::string format_mac(const Mac &mac);

@@ -97,6 +97,83 @@ void apply_layout(const rknp_config &c, ParentConfig &p) {
                                           : "offloads (disable_offload is set)"));
 }
 
+// rknp_config's IPv6 fields: the guest's address in libslirp's fd00::/64,
+// or (1.7) pasta's model, the host's IPv6 network; and IPv6 alone.
+void apply_ipv6(const rknp_config &c, ParentConfig &p) {
+    auto invalid = [](const char *field, const char *text, const std::string &why) {
+        throw_invalid(std::string("invalid ") + field + " \"" + text + "\": " + why);
+    };
+    if (c.disable_ipv4 > 1) throw_invalid("invalid rknp_config: flags must be 0 or 1");
+    p.disable_ipv4 = c.disable_ipv4;
+    if (p.disable_ipv4 && (!p.ipv6 || p.enable_dhcp))
+        throw_invalid(std::string("invalid disable_ipv4: needs ") +
+                      (!p.ipv6 ? "enable_ipv6" : "enable_dhcp 0"));
+    if (c.ipv6_network == nullptr) {
+        for (const auto &[field, text] :
+             {std::pair{"ipv6_gateway", c.ipv6_gateway},
+              std::pair{"map_guest_addr6", c.map_guest_addr6},
+              std::pair{"map_host_loopback6", c.map_host_loopback6}})
+            if (text != nullptr) invalid(field, text, "needs ipv6_network");
+        if (c.ipv6_address == nullptr) return;
+        if (!p.ipv6) invalid("ipv6_address", c.ipv6_address, "IPv6 is not enabled");
+        auto a = parse_ipv6("ipv6_address", c.ipv6_address);
+        if (!in_ipv6_prefix(a) || format_ipv6(a) == kIpv6Gateway ||
+            format_ipv6(a) == kIpv6Dns || format_ipv6(a) == kIpv6Prefix)
+            invalid("ipv6_address", c.ipv6_address,
+                    "must be a host in fd00::/64 other than fd00::, fd00::2 and "
+                    "fd00::3");
+        p.ipv6_address = a;
+        return;
+    }
+    // pasta's model for IPv6: the same fast paths as for IPv4 carry it all.
+    if (!p.ipv6) invalid("ipv6_network", c.ipv6_network, "IPv6 is not enabled");
+    if (!p.host_network)
+        invalid("ipv6_network", c.ipv6_network,
+                "needs network_model RKNP_NETWORK_MODEL_HOST");
+    Ipv6HostNetwork h;
+    h.prefix = Ipv6Prefix::parse("ipv6_network", c.ipv6_network);
+    if (!is_global_unicast6(h.prefix.network))
+        invalid("ipv6_network", c.ipv6_network, "not a global unicast network");
+    if (c.ipv6_address == nullptr)
+        invalid("ipv6_network", c.ipv6_network, "needs ipv6_address");
+    const in6_addr guest = parse_ipv6("ipv6_address", c.ipv6_address);
+    if (!h.prefix.contains(guest) || !is_global_unicast6(guest))
+        invalid("ipv6_address", c.ipv6_address,
+                std::string("not a unicast address in ") + c.ipv6_network);
+    if (c.ipv6_gateway != nullptr) {
+        h.gateway = parse_ipv6("ipv6_gateway", c.ipv6_gateway);
+        if (!(is_link_local6(h.gateway) ||
+              (h.prefix.contains(h.gateway) && is_global_unicast6(h.gateway))))
+            invalid("ipv6_gateway", c.ipv6_gateway,
+                    std::string("neither in ") + c.ipv6_network + " nor link-local");
+    } else {
+        // The network's ::1, or ::2 when that is the guest's.
+        if (h.prefix.len > 126)
+            invalid("ipv6_network", c.ipv6_network,
+                    "a prefix longer than /126 needs ipv6_gateway");
+        h.gateway = h.prefix.network;
+        h.gateway.s6_addr[15] |= 1;
+        if (same_ipv6(h.gateway, guest)) h.gateway.s6_addr[15] ^= 3;
+    }
+    if (same_ipv6(h.gateway, guest))
+        invalid("ipv6_gateway", format_ipv6(h.gateway).c_str(), "the ipv6_address");
+    auto mapped = [&](const char *field, const char *text) -> std::optional<in6_addr> {
+        if (text == nullptr) return std::nullopt;
+        const in6_addr a = parse_ipv6(field, text);
+        if (!is_global_unicast6(a) && !is_link_local6(a))
+            invalid(field, text, "not a unicast address");
+        if (same_ipv6(a, guest)) invalid(field, text, "the ipv6_address");
+        if (same_ipv6(a, h.gateway)) invalid(field, text, "the ipv6_gateway");
+        return a;
+    };
+    h.map_guest = mapped("map_guest_addr6", c.map_guest_addr6);
+    h.map_loopback = mapped("map_host_loopback6", c.map_host_loopback6);
+    if (h.map_guest && h.map_loopback && same_ipv6(*h.map_guest, *h.map_loopback))
+        invalid("map_host_loopback6", c.map_host_loopback6, "the map_guest_addr6");
+    p.ipv6_address = guest;
+    p.ipv6_host = h;
+}
+
 } // namespace
 
 rknp_config default_config() {
@@ -153,20 +230,7 @@ ParentConfig ParentConfig::from_c(const rknp_config &c) {
     if (p.ipv6 && p.mtu < kIpv6MtuMin)
         throw_invalid("invalid mtu \"" + std::to_string(p.mtu) +
                       "\": IPv6 needs at least 1280");
-    if (c.ipv6_address != nullptr) {
-        if (!p.ipv6)
-            throw_invalid("invalid ipv6_address \"" +
-                          std::string(c.ipv6_address) +
-                          "\": IPv6 is not enabled");
-        auto a = parse_ipv6("ipv6_address", c.ipv6_address);
-        if (!in_ipv6_prefix(a) || format_ipv6(a) == kIpv6Gateway ||
-            format_ipv6(a) == kIpv6Dns || format_ipv6(a) == kIpv6Prefix)
-            throw_invalid("invalid ipv6_address \"" +
-                          std::string(c.ipv6_address) +
-                          "\": must be a host in fd00::/64 other than "
-                          "fd00::, fd00::2 and fd00::3");
-        p.ipv6_address = a;
-    }
+    apply_ipv6(c, p);
     if (c.outbound_addr != nullptr)
         p.outbound_addr = parse_ipv4("outbound_addr", c.outbound_addr);
     if (c.outbound_addr6 != nullptr)

@@ -43,6 +43,16 @@ enum class TcpPeekMode : uint8_t {
                                     // buffer
 };
 
+// 1.7: pasta's model for IPv6 (ParentConfig::host_network with
+// ipv6_network): the host's IPv6 network, whose other addresses are the
+// host's neighbours; the guest's address is ParentConfig::ipv6_address.
+struct Ipv6HostNetwork {
+    Ipv6Prefix prefix;
+    in6_addr gateway{}; // in prefix, or link-local
+    std::optional<in6_addr> map_guest;    // -> the host at the guest's address
+    std::optional<in6_addr> map_loopback; // -> the host's ::1
+};
+
 struct ParentConfig {
     uint32_t mtu = kDefaultMtu;
     Ipv4Cidr cidr;
@@ -61,6 +71,9 @@ struct ParentConfig {
     bool udp_fast_path = true; // RKNP_UDP_PATH_DEFAULT / _FAST (1.5)
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
+    // 1.7: IPv6 in pasta's model (libslirp's IPv6 is off), and IPv6 alone.
+    std::optional<Ipv6HostNetwork> ipv6_host;
+    bool disable_ipv4 = false;
     std::optional<uint32_t> outbound_addr;
     std::optional<in6_addr> outbound_addr6;
     std::optional<Mac> mac;

@@ -50,7 +50,7 @@ uint16_t update_checksum(uint16_t hc, uint16_t m, uint16_t m_new) {
 } // namespace
 
 bool guest_source_allowed(std::span<const uint8_t> f, const Ipv4Cidr &net,
-                          const in6_addr &prefix6) {
+                          const in6_addr &prefix6, uint32_t prefix6_len) {
     if (f.size() < kEthLen) return false;
     const uint8_t *l3 = f.data() + kEthLen;
     auto ipv4_ok = [&](const uint8_t *a) {
@@ -67,7 +67,7 @@ bool guest_source_allowed(std::span<const uint8_t> f, const Ipv4Cidr &net,
         const uint8_t *src = l3 + 8;
         static constexpr uint8_t kZero[16] = {};
         bool link_local = src[0] == 0xfe && (src[1] & 0xc0) == 0x80;
-        return link_local || std::memcmp(src, prefix6.s6_addr, 8) == 0 ||
+        return link_local || Ipv6Prefix{prefix6, prefix6_len}.contains(src) ||
                std::memcmp(src, kZero, 16) == 0;
     }
     default:

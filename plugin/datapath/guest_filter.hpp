@@ -21,10 +21,10 @@ namespace rknp {
 
 // Whether the frame's source address is one the guest may use: IPv4 and
 // ARP senders inside net or 0.0.0.0 (DHCP, ARP probes); IPv6 inside the
-// /64 prefix6, link-local (neighbour discovery) or :: (duplicate address
+// prefix6 (/64 unless prefix6_len says), link-local (neighbour discovery) or :: (duplicate address
 // detection). Frames of other ethertypes and truncated headers: false.
 bool guest_source_allowed(std::span<const uint8_t> frame, const Ipv4Cidr &net,
-                          const in6_addr &prefix6);
+                          const in6_addr &prefix6, uint32_t prefix6_len = 64);
 
 // True for frames of an ethertype libslirp serves: ARP, IPv4, IPv6.
 bool libslirp_ethertype(std::span<const uint8_t> frame);

@@ -34,6 +34,11 @@ ChildSetup ChildSetup::make(const ParentConfig &cfg, std::string socket_path,
     s.ipv6 = cfg.ipv6;
     s.offload = cfg.offload;
     s.ipv6_address = cfg.ipv6_address;
+    if (cfg.ipv6_host) {
+        s.ipv6_prefix_len = cfg.ipv6_host->prefix.len;
+        s.ipv6_gateway = cfg.ipv6_host->gateway;
+    }
+    s.ipv4 = !cfg.disable_ipv4;
     s.timeout_ms = cfg.handover_timeout_ms;
     return s;
 }
@@ -55,6 +60,12 @@ KeyValues ChildSetup::encode() const {
     if (mac) kv.emplace_back("rknp.mac", format_mac(*mac));
     if (ipv6_address)
         kv.emplace_back("rknp.ipv6_address", format_ipv6(*ipv6_address));
+    // Only where they differ from what an older child assumes.
+    if (ipv6_gateway) {
+        kv.emplace_back("rknp.ipv6_prefix_len", std::to_string(ipv6_prefix_len));
+        kv.emplace_back("rknp.ipv6_gateway", format_ipv6(*ipv6_gateway));
+    }
+    if (!ipv4) kv.emplace_back("rknp.ipv4", "0");
     return kv;
 }
 
@@ -94,6 +105,12 @@ ChildSetup ChildSetup::decode(const KeyValues &kv) {
         s.mac = parse_mac("rknp.mac", it->second);
     if (auto it = m.find("rknp.ipv6_address"); it != m.end())
         s.ipv6_address = parse_ipv6("rknp.ipv6_address", it->second);
+    if (auto it = m.find("rknp.ipv6_prefix_len"); it != m.end())
+        s.ipv6_prefix_len = parse_u32("rknp.ipv6_prefix_len", it->second, 1, 128);
+    if (auto it = m.find("rknp.ipv6_gateway"); it != m.end())
+        s.ipv6_gateway = parse_ipv6("rknp.ipv6_gateway", it->second);
+    if (auto it = m.find("rknp.ipv4"); it != m.end())
+        s.ipv4 = parse_bool("rknp.ipv4", it->second);
     return s;
 }
 

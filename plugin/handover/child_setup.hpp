@@ -34,6 +34,11 @@ struct ChildSetup {
     bool ipv6 = false;
     bool offload = true;
     std::optional<in6_addr> ipv6_address;
+    // 1.7: the IPv6 address's prefix length and gateway (pasta's model;
+    // libslirp's fd00::/64 and fd00::2 otherwise), and no IPv4 at all.
+    uint32_t ipv6_prefix_len = kIpv6PrefixLen;
+    std::optional<in6_addr> ipv6_gateway;
+    bool ipv4 = true;
     uint32_t timeout_ms = kDefaultHandoverTimeoutMs;
     // Secrets only parent and child know: whoever else binds the socket
     // path or connects to it cannot prove itself (see handover/server.hpp).

@@ -14,6 +14,14 @@
 
 namespace rknp {
 
+namespace {
+
+bool is_ipv6_frame(std::span<const uint8_t> frame) {
+    return frame.size() >= 14 && frame[12] == 0x86 && frame[13] == 0xdd;
+}
+
+} // namespace
+
 GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
                            FlowLimits &limits, std::vector<Path *> paths,
                            ToLibslirp to_libslirp)
@@ -52,14 +60,20 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
                                                 int64_t now_ms) {
     std::span<uint8_t> frame = tap_frame.eth;
     if (!libslirp_ethertype(frame) ||
-        !guest_source_allowed(frame, net_, prefix6_) ||
-        router_message_from_guest(frame)) {
+        !guest_source_allowed(frame, net_, prefix6_, prefix6_len_) ||
+        router_message_from_guest(frame) || (ipv4_off_ && !is_ipv6_frame(frame))) {
         Stats::add(stats_.frames_dropped, 1);
         Stats::add(stats_.frames_filtered, 1);
         return Outcome::Filtered;
     }
     if (neighbours_ && answer_neighbour_arp(frame, net_, arp_reply_)) {
         neighbours_->write_frame(VnetHdr{}, arp_reply_, {});
+        Stats::add(stats_.frames_from_tap, 1);
+        Stats::add(stats_.bytes_from_tap, frame.size());
+        return Outcome::Answered;
+    }
+    if (ndp_sink_ && answer_neighbour_ndp(frame, ndp_, ndp_reply_)) {
+        ndp_sink_->write_frame(VnetHdr{}, ndp_reply_, {});
         Stats::add(stats_.frames_from_tap, 1);
         Stats::add(stats_.bytes_from_tap, frame.size());
         return Outcome::Answered;

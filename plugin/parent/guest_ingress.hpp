@@ -27,6 +27,7 @@
 #include "common/addr.hpp"
 #include "common/stats.hpp"
 #include "datapath/guest_sink.hpp"
+#include "datapath/ndp_proxy.hpp"
 #include "datapath/path.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/flows/route.hpp"
@@ -50,7 +51,8 @@ public:
         Path,         // consumed by a path (TCP: its frames() may be due)
         Refused,      // over the flow limits (FlowLimits counts it)
         Libslirp,     // given to libslirp
-        Answered,     // an ARP request for a neighbour, answered here
+        Answered,     // an ARP request or a neighbour solicitation for a
+                      // neighbour, answered here
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
@@ -84,19 +86,37 @@ public:
     // (neighbour_proxy.hpp). nullptr: off, libslirp answers for its own.
     void set_neighbour_proxy(GuestSink *sink) { neighbours_ = sink; }
 
+    // pasta's model for IPv6 (ParentConfig::ipv6_host): the guest's IPv6
+    // sources are net.prefix's (not fd00::/64) and neighbour solicitations
+    // for the network's addresses are answered here, into sink
+    // (ndp_proxy.hpp).
+    void set_ipv6_host(const NdpNetwork &net, GuestSink *sink) {
+        prefix6_ = net.prefix.network;
+        prefix6_len_ = net.prefix.len;
+        ndp_ = net;
+        ndp_sink_ = sink;
+    }
+    // IPv6 alone (ParentConfig::disable_ipv4): ARP and IPv4 are dropped.
+    void set_ipv4_off() { ipv4_off_ = true; }
+
 private:
     // One Ethernet frame (a tap's, or a datagram of a UDP GSO one).
     Outcome input_frame(TapFrame &tap_frame, bool vnet_hdr, int64_t now_ms);
     static Admission admission(FlowLimits::Admit a);
 
     Ipv4Cidr net_;
-    in6_addr prefix6_{}; // the guest's IPv6 /64 (guest_source_allowed)
+    in6_addr prefix6_{}; // the guest's IPv6 network (guest_source_allowed)
+    uint32_t prefix6_len_ = 64;
     Stats &stats_;
     FlowLimits &limits_;
     std::vector<Path *> paths_;
     ToLibslirp to_libslirp_;
     GuestSink *neighbours_ = nullptr;
     std::array<uint8_t, 42> arp_reply_{};
+    NdpNetwork ndp_;
+    GuestSink *ndp_sink_ = nullptr;
+    std::array<uint8_t, kNdpAdvertLen> ndp_reply_{};
+    bool ipv4_off_ = false;
     IpReassembler reassembler_;
     UdpGsoSplitter udp_gso_;
 };

@@ -39,6 +39,16 @@ VirtualNet virtual_net(const ParentConfig &cfg) {
     f.prefix6_len = kIpv6PrefixLen;
     inet_pton(AF_INET6, kIpv6Gateway, &f.gateway6);
     inet_pton(AF_INET6, kIpv6Dns, &f.dns6);
+    if (cfg.ipv6_host) { // pasta's model for IPv6: the host's network
+        f.host_network6 = true;
+        f.prefix6 = cfg.ipv6_host->prefix.network;
+        f.prefix6_len = cfg.ipv6_host->prefix.len;
+        f.gateway6 = cfg.ipv6_host->gateway;
+        f.dns6 = in6addr_any; // no IPv6 DNS forwarder (libslirp's IPv6 is off)
+        f.guest6 = *cfg.ipv6_address;
+        f.map_guest6 = cfg.ipv6_host->map_guest;
+        f.map_loopback6 = cfg.ipv6_host->map_loopback;
+    }
     f.disable_host_loopback = cfg.disable_host_loopback;
     f.host_network = cfg.host_network;
     f.guest4 = cfg.cidr.guest();
@@ -99,6 +109,11 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
       ingress_(cfg.cidr, stats, limits_, paths_,
                [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
+    if (cfg_.ipv6_host)
+        ingress_.set_ipv6_host(NdpNetwork{cfg_.ipv6_host->prefix, *cfg_.ipv6_address,
+                                          cfg_.ipv6_host->gateway},
+                               &tap_);
+    if (cfg_.disable_ipv4) ingress_.set_ipv4_off();
     if (cfg_.host_network) {
         ingress_.set_neighbour_proxy(&tap_);
         if (!cfg_.disable_dns && !net_.resolver4)

@@ -188,7 +188,10 @@ SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
     sc.vhost = in4(cfg.cidr.gateway());
     sc.vdhcp_start = in4(cfg.cidr.dhcp_start());
     sc.vnameserver = in4(cfg.cidr.dns());
-    sc.in6_enabled = cfg.ipv6;
+    // pasta's IPv6 model: libslirp must not advertise its prefix (the guest
+    // would take a second address) nor see the guest's IPv6 flows: the
+    // fast paths and the NDP answers (datapath/ndp_proxy) serve it all.
+    sc.in6_enabled = cfg.ipv6 && !cfg.ipv6_host;
     inet_pton(AF_INET6, kIpv6Prefix, &sc.vprefix_addr6);
     sc.vprefix_len = kIpv6PrefixLen;
     inet_pton(AF_INET6, kIpv6Gateway, &sc.vhost6);

@@ -126,14 +126,16 @@ TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(RKNP_CONFIG_SIZE_1_3 < RKNP_CONFIG_SIZE_1_4);
     CHECK(RKNP_CONFIG_SIZE_1_4 < RKNP_CONFIG_SIZE_1_5);
     CHECK(RKNP_CONFIG_SIZE_1_5 < RKNP_CONFIG_SIZE_1_6);
+    CHECK(RKNP_CONFIG_SIZE_1_6 < RKNP_CONFIG_SIZE_1_7);
     CHECK(RKNP_NETWORK_SIZE_1_0 < RKNP_NETWORK_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_2 < RKNP_STATS_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_3 < RKNP_STATS_SIZE_1_4);
     CHECK(RKNP_STATS_SIZE_1_4 < RKNP_STATS_SIZE_1_5);
     // From 1.4 a minor's sizeof is its frozen size, beyond every older
     // header's sizeof (which included tail padding).
-    CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_6);
+    CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
     CHECK(offsetof(rknp_config, guest_address) == RKNP_CONFIG_SIZE_1_5);
+    CHECK(offsetof(rknp_config, ipv6_network) == RKNP_CONFIG_SIZE_1_6);
     CHECK(header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_3) <
           sizeof(rknp_config));
     CHECK(offsetof(rknp_config, tcp_peek_mode) >=
@@ -149,8 +151,8 @@ TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
     auto *api = static_cast<const rknp_api_v1 *>(rknp_get_api(1));
     REQUIRE(api != nullptr);
-    CHECK(api->abi_minor == 6);
-    CHECK(rknp_abi_version() == ((1u << 16) | 6u));
+    CHECK(api->abi_minor == 7);
+    CHECK(rknp_abi_version() == ((1u << 16) | 7u));
     // The 1.1 block (forwards) lies inside the table the library reports.
     CHECK(api->struct_size >= RKNP_API_V1_SIZE_1_1);
     CHECK((api->parent_list_forwards != nullptr));
@@ -423,12 +425,14 @@ TEST_CASE("an old caller's rknp_config: poisoned padding is never read") {
     // max_flows at 88 are poison). 95: between 1.2 and 1.3. 96: 1.3.
     // 104: 1.4 (the 1.5 udp_path at 104 is poison, 0xA5 a refused value).
     // 112: 1.5 (the 1.6 address pointers at 112 are poison: never read).
+    // 160: 1.6 (the 1.7 IPv6 pointers at 160 are poison: never read).
     for (Case c : {Case{uint32_t(RKNP_CONFIG_SIZE_1_0), RKNP_CONFIG_SIZE_1_0},
                    Case{88, RKNP_CONFIG_SIZE_1_2},
                    Case{95, RKNP_CONFIG_SIZE_1_2},
                    Case{uint32_t(RKNP_CONFIG_SIZE_1_3), RKNP_CONFIG_SIZE_1_3},
                    Case{uint32_t(RKNP_CONFIG_SIZE_1_4), RKNP_CONFIG_SIZE_1_4},
-                   Case{uint32_t(RKNP_CONFIG_SIZE_1_5), RKNP_CONFIG_SIZE_1_5}}) {
+                   Case{uint32_t(RKNP_CONFIG_SIZE_1_5), RKNP_CONFIG_SIZE_1_5},
+                   Case{uint32_t(RKNP_CONFIG_SIZE_1_6), RKNP_CONFIG_SIZE_1_6}}) {
         // 0xA5 in any flag, enum or limit is refused; 0x01 is a valid flag
         // (disable_sandbox: the sandbox bits show it) and an invalid
         // max_flows (0x01010101).

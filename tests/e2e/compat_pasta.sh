@@ -57,8 +57,8 @@ log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
 drv_flags() { echo "--net=pasta --pasta-binary=$PASTA --port-driver=implicit"; }
 
 # 0. What Podman and rootlesskit probe and rely on: --version names rknp
-# and libslirp and exits 0; --host-lo-to-ns-lo is unknown (rootlesskit then
-# leaves it out); options pasta has but rknp-pasta cannot honour, and
+# and libslirp and exits 0; --host-lo-to-ns-lo is refused by name, exit 1
+# (rootlesskit then leaves it out); options pasta has but rknp-pasta cannot honour, and
 # values it cannot take, are refused by name with exit 1.
 case_cli() {
     local out rc err
@@ -73,9 +73,13 @@ case_cli() {
         [ "$rc" = 1 ] || { echo "$*: exit $rc, want 1 ($err)"; return 1; }
         expect "$* refused" "$want" "$err"
     }
-    refused "unrecognized option '--host-lo-to-ns-lo'" --host-lo-to-ns-lo --version
+    refused "^rknp-pasta: option '--host-lo-to-ns-lo' is not supported by rknp-pasta \(a connection from the host's loopback" \
+        --host-lo-to-ns-lo --version
+    refused "^rknp-pasta: -U/--udp-ns auto: forwarding from the namespace's loopback to the host is not supported" -U auto 1
     refused "^rknp-pasta: option '-D' is not supported by rknp-pasta\$" -D 192.0.2.1 1
-    refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings are not supported yet" --map-guest-addr fd00::5 1
+    refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings need pasta's IPv6 model" \
+        -a 10.0.2.100 --map-guest-addr fd00::5 1
+    refused "^rknp-pasta: -4/--ipv4-only and -6/--ipv6-only exclude each other" -4 -6 1
     refused "^rknp-pasta: --map-guest-addr 169\.254\.1\.2: needs the namespace on the host's network" \
         -a 10.0.2.100 --map-guest-addr 169.254.1.2 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.2\.50: the namespace's own address" -a 10.0.2.50 -n 24 -g 10.0.2.50 1
@@ -104,9 +108,10 @@ case_cli() {
 # from inside a user namespace as Podman runs it, in pasta's address model:
 # the namespace gets the host's upstream address, prefix and gateway. The
 # "host" is a world netns whose upstream is 198.19.0.5/24 via 198.19.0.1
-# on a veth to a LAN netns holding the gateway, a neighbour (.7), a host
-# behind the gateway (203.0.113.9) and the resolver (198.19.0.1:53, named
-# by the world's /etc/netns resolv.conf).
+# and fd19::5/64 via fe80::1 (link-local, as routers mostly are) on a veth
+# to a LAN netns holding the gateways, a neighbour (.7, fd19::7), a host
+# behind the gateway (203.0.113.9, fd13::9) and the resolver
+# (198.19.0.1:53, named by the world's /etc/netns resolv.conf).
 WORLD=rknp-pa-world LAN=rknp-pa-lan
 teardown_world() {
     ip netns del "$WORLD" 2>/dev/null || true
@@ -122,9 +127,15 @@ setup_world() {
     ip -n "$WORLD" link set up0 up
     ip -n "$WORLD" link set lo up
     ip -n "$WORLD" route add default via 198.19.0.1
+    ip -n "$WORLD" addr add fd19::5/64 dev up0 nodad
+    ip -n "$WORLD" -6 route add default via fe80::1 dev up0
     ip -n "$LAN" addr add 198.19.0.1/24 dev lan0
     ip -n "$LAN" addr add 198.19.0.7/24 dev lan0
     ip -n "$LAN" addr add 203.0.113.9/32 dev lo
+    ip -n "$LAN" addr add fe80::1/64 dev lan0 nodad
+    ip -n "$LAN" addr add fd19::1/64 dev lan0 nodad
+    ip -n "$LAN" addr add fd19::7/64 dev lan0 nodad
+    ip -n "$LAN" addr add fd13::9/128 dev lo
     ip -n "$LAN" link set lan0 up
     ip -n "$LAN" link set lo up
     ip -n "$LAN" route add 169.254.0.0/16 dev lan0 # a reply to nowhere else
@@ -142,6 +153,8 @@ case_podman_style() {
     lp=18081
     start_http 198.19.0.7 "$lp" "$SCRATCH/www" "$LAN"
     start_http 203.0.113.9 "$lp" "$SCRATCH/www" "$LAN"
+    start_http fd19::7 "$lp" "$SCRATCH/www" "$LAN"
+    start_http fd13::9 "$lp" "$SCRATCH/www" "$LAN"
     ip netns exec "$LAN" "$PY" "$TESTS_LIB/dns_server.py" 198.19.0.1 53 "$DNS_NAME=$DNS_IP" \
         >"$SCRATCH/logs/dns-lan.log" 2>&1 &
     track_bg $!
@@ -157,6 +170,12 @@ case_podman_style() {
     expect "--pid names the background process" "^pid_comm=rknp-pasta\$" "$out"
     expect "the host's upstream address and prefix" "^addr=[0-9]+: up0 inet 198\.19\.0\.5/24 " "$out"
     expect "the host's gateway" "^route=default via 198\.19\.0\.1 " "$out"
+    expect "the host's IPv6 address and prefix" "^addr6=[0-9]+: up0 inet6 fd19::5/64 " "$out"
+    expect "no other global IPv6 address" "^addr6_count=1\$" "$out"
+    expect "the host's IPv6 gateway" "^route6=default via fe80::1 dev up0 " "$out"
+    expect "an IPv6 LAN neighbour reached" "^neighbour6_sha=$FILE_SHA\$" "$out"
+    expect "an IPv6 host behind the link-local gateway reached" "^outside6_sha=$FILE_SHA\$" "$out"
+    expect "the host reached at an IPv6 --map-guest-addr" "^host6_sha=$FILE_SHA\$" "$out"
     expect "a LAN neighbour reached" "^neighbour_sha=$FILE_SHA\$" "$out"
     expect "a host behind the gateway reached" "^outside_sha=$FILE_SHA\$" "$out"
     expect "the host reached at --map-guest-addr" "^host_sha=$FILE_SHA\$" "$out"

@@ -87,20 +87,22 @@ def netns_file(workdir):
 
 def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
     """Podman 6.1's argument list (createPastaArgs) against a netns file, in
-    a world whose upstream is 198.19.0.5/24 via 198.19.0.1 (LAN hosts .1 and
-    .7, an outside host 203.0.113.9 behind the gateway, the resolver at
-    198.19.0.1)."""
+    a world whose upstream is 198.19.0.5/24 via 198.19.0.1 and fd19::5/64
+    via fe80::1 (LAN hosts .1 and .7, fd19::1 and fd19::7, an outside host
+    203.0.113.9 and fd13::9 behind the gateway, the resolver at
+    198.19.0.1). A second --map-guest-addr, fd99::2, as a user's
+    pasta_options would add it, maps the host for IPv6."""
     nsfile = netns_file(workdir)
     # A service on the host itself, for host.containers.internal.
-    host_srv = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "0.0.0.0",
+    host_srv = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "::",
                                  "--directory", www, str(lan_port)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     pid_file = os.path.join(workdir, "pasta.pid")
     argv = [binary, "--config-net", "-t", f"{host_port}-{host_port}:80-80",
             "--dns-forward", "169.254.1.1", "-u", "none", "-T", "none", "-U", "none",
-            "--no-map-gw", "--quiet", "--pid", pid_file, "--map-guest-addr", "169.254.1.2",
-            "--netns", nsfile]
+            "--no-map-gw", "--quiet", "--pid", pid_file, "--map-guest-addr", "fd99::2",
+            "--map-guest-addr", "169.254.1.2", "--netns", nsfile]
     t0 = time.monotonic()
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        stdin=subprocess.DEVNULL, timeout=60)
@@ -120,12 +122,25 @@ def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
     for line in subprocess.run(inside + ["ip", "route"], capture_output=True,
                                text=True).stdout.splitlines():
         print(f"route={line}")
+    addr6 = subprocess.run(inside + ["ip", "-o", "-6", "addr", "show", "scope", "global"],
+                           capture_output=True, text=True).stdout.splitlines()
+    for line in addr6:
+        print(f"addr6={' '.join(line.split())}")
+    print(f"addr6_count={len(addr6)}")
+    for line in subprocess.run(inside + ["ip", "-6", "route", "show", "default"],
+                               capture_output=True, text=True).stdout.splitlines():
+        print(f"route6={line}")
     # Out from the container: a LAN neighbour (ARP answered, not libslirp's
     # loopback alias), a host behind the gateway, the host itself through
     # --map-guest-addr, DNS through --dns-forward to the host's resolver.
     print(f"neighbour_sha={fetch_sha(f'http://198.19.0.7:{lan_port}/file', inside)}")
     print(f"outside_sha={fetch_sha(f'http://203.0.113.9:{lan_port}/file', inside)}")
     print(f"host_sha={fetch_sha(f'http://169.254.1.2:{lan_port}/file', inside)}")
+    # IPv6 in pasta's model: NDP answered for the neighbour and the
+    # link-local gateway, the traffic carried to the real hosts.
+    print(f"neighbour6_sha={fetch_sha(f'http://[fd19::7]:{lan_port}/file', inside)}")
+    print(f"outside6_sha={fetch_sha(f'http://[fd13::9]:{lan_port}/file', inside)}")
+    print(f"host6_sha={fetch_sha(f'http://[fd99::2]:{lan_port}/file', inside)}")
     q = subprocess.run(inside + [sys.executable, dns_query, "169.254.1.1", dns_name],
                        capture_output=True, text=True, timeout=30)
     print(f"dns={q.stdout.strip()}")

@@ -43,6 +43,36 @@ TEST_CASE("child setup round-trips through the opaque pairs") {
     CHECK(d.tokens.child == tokens.child);
 }
 
+TEST_CASE("child setup carries pasta's IPv6 model and IPv6 alone (1.7)") {
+    auto c = defaults();
+    c.cidr = "192.168.1.0/24";
+    c.guest_address = "192.168.1.5";
+    c.network_model = RKNP_NETWORK_MODEL_HOST;
+    c.enable_ipv6 = 1;
+    c.ipv6_network = "2001:db8:5::/56";
+    c.ipv6_address = "2001:db8:5::9";
+    c.ipv6_gateway = "fe80::1";
+    c.disable_ipv4 = 1;
+    auto s = ChildSetup::make(ParentConfig::from_c(c), "/s", handover::random_tokens());
+    auto d = ChildSetup::decode(s.encode());
+    CHECK(d.ipv6_prefix_len == 56);
+    REQUIRE(d.ipv6_gateway.has_value());
+    CHECK(format_ipv6(*d.ipv6_gateway) == "fe80::1");
+    CHECK(format_ipv6(*d.ipv6_address) == "2001:db8:5::9");
+    CHECK_FALSE(d.ipv4);
+    // libslirp's fd00::/64: none of the new keys, what an older child
+    // assumes (/64, fd00::2, IPv4 on).
+    auto old = ChildSetup::make(ParentConfig::from_c(defaults()), "/s",
+                                handover::random_tokens())
+                   .encode();
+    for (const auto &[k, v] : old)
+        CHECK((k != "rknp.ipv6_gateway" && k != "rknp.ipv6_prefix_len" && k != "rknp.ipv4"));
+    auto o = ChildSetup::decode(old);
+    CHECK(o.ipv4);
+    CHECK(o.ipv6_prefix_len == 64);
+    CHECK_FALSE(o.ipv6_gateway.has_value());
+}
+
 TEST_CASE("child setup rejects missing and bad keys, ignores unknown ones") {
     auto kv = ChildSetup::make(ParentConfig::from_c(defaults()), "/s",
                                handover::random_tokens())

@@ -12,6 +12,7 @@
 
 #include "ipv4_datagram.hpp"
 #include "parent/guest_ingress.hpp"
+#include "recording_sink.hpp"
 #include "slirp_rig.hpp"
 #include "tcp_sim_forward.hpp"
 #include "udp_rig.hpp"
@@ -186,15 +187,7 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
 }
 
 TEST_CASE("guest ingress: the TCP path writes its frames to its sink, one way out") {
-    struct Sink final : GuestSink {
-        std::vector<Bytes> frames;
-        void write_frame(const VnetHdr &, std::span<const uint8_t> f,
-                         std::span<const uint8_t> rest) override {
-            Bytes b(f.begin(), f.end());
-            b.insert(b.end(), rest.begin(), rest.end());
-            frames.push_back(std::move(b));
-        }
-    } sink;
+    RecordingSink sink;
     Stats stats;
     FlowLimits limits(10, 1000, stats, 1000);
     FastPathConfig c = Sim::base_config();

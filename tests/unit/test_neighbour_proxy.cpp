@@ -12,6 +12,7 @@
 #include "common/config.hpp"
 #include "datapath/neighbour_proxy.hpp"
 #include "parent/guest_ingress.hpp"
+#include "recording_sink.hpp"
 
 using namespace rknp;
 using Bytes = std::vector<uint8_t>;
@@ -37,15 +38,7 @@ Bytes arp_request(const uint8_t sender[4], const uint8_t target[4]) {
     return f;
 }
 
-struct Sink final : GuestSink {
-    std::vector<Bytes> frames;
-    void write_frame(const VnetHdr &, std::span<const uint8_t> f,
-                     std::span<const uint8_t> rest) override {
-        Bytes b(f.begin(), f.end());
-        b.insert(b.end(), rest.begin(), rest.end());
-        frames.push_back(std::move(b));
-    }
-};
+using Sink = RecordingSink;
 
 ParentConfig host_network_config() {
     rknp_config c = default_config();

@@ -39,31 +39,33 @@ void usage(const char *argv0) {
         "                          unix socket PATH (mode 0600)\n"
         "  -I, --ns-ifname NAME    namespace interface name (default tap0)\n"
         "  -m, --mtu MTU           interface MTU, 68-65520 (default 65520)\n"
-        "  -a, --address ADDR      namespace IPv4 address (default: the host's\n"
-        "                          upstream interface's), or IPv6 in fd00::/64\n"
+        "  -a, --address ADDR      namespace IPv4 or IPv6 address (default: the\n"
+        "                          host's upstream interface's)\n"
         "  -n, --netmask MASK      IPv4 netmask, dot-decimal or bits (default:\n"
         "                          the host's, or the class of -a's address)\n"
-        "  -g, --gateway ADDR      IPv4 gateway (default: the host's), or\n"
-        "                          fd00::2\n"
+        "  -g, --gateway ADDR      IPv4 or IPv6 gateway (default: the host's)\n"
         "      --dns-forward ADDR  forward DNS queries sent to ADDR to the\n"
-        "                          host's first nameserver (IPv6: fd00::3 only)\n"
+        "                          host's first nameserver (IPv4)\n"
         "      --map-guest-addr ADDR  ADDR reaches the host at the namespace's\n"
-        "                          address (IPv4); none: no such address\n"
-        "      --map-host-loopback ADDR  ADDR reaches the host's loopback\n"
-        "                          (IPv4), besides the gateway; none: no such\n"
-        "                          address\n"
+        "                          address (once for IPv4, once for IPv6);\n"
+        "                          none: no such address\n"
+        "      --map-host-loopback ADDR  ADDR reaches the host's loopback,\n"
+        "                          besides the gateway (once for IPv4, once\n"
+        "                          for IPv6); none: no such address\n"
         "  -o, --outbound ADDR     bind outbound sockets to ADDR\n"
         "      --ns-mac-addr ADDR  MAC address of the namespace interface\n"
         "      --no-map-gw         don't map the gateway address to the host's\n"
         "                          loopback: it is the host's gateway\n"
         "      --map-gw            map it (the default)\n"
         "  -4, --ipv4-only         IPv4 only (default: IPv6 too)\n"
+        "  -6, --ipv6-only         IPv6 only (needs an IPv6 address and route\n"
+        "                          on the host, or -a, and --config-net)\n"
         "      --config-net        configure the interface (address, route,\n"
         "                          link up); else it is left to DHCP/SLAAC\n"
         "      --no-dhcp           no DHCP server (the caller configures the\n"
         "                          interface, as rootlesskit 2.0-2.2 does)\n"
-        "      --no-ra             no router advertisements: with -4 only\n"
-        "                          (rknp's IPv6 network is configured by them)\n"
+        "      --no-ra             no router advertisements (refused where\n"
+        "                          rknp's fd00::/64 needs them)\n"
         "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
         "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
         "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M\n"
@@ -112,15 +114,16 @@ enum : int {
 };
 
 // pasta options rknp-pasta refuses by name (they exist in pasta, so an
-// "unrecognized option" would mislead). --host-lo-to-ns-lo is left
-// unrecognized on purpose: rootlesskit probes it to decide whether to pass
-// it.
+// "unrecognized option" would mislead). rootlesskit probes
+// --host-lo-to-ns-lo with --version and passes it only on exit 0: the
+// refusal's exit 1 makes it leave the option out.
 constexpr const char *kUnsupportedLong[] = {
     "log-size", "runas", "fd", "pcap", "mac-addr", "interface",
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
     "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-ndp",
-    "no-dhcpv6", "ipv6-only", "socket", "socket-path",
+    "no-dhcpv6", "socket", "socket-path",
     "no-splice", "freebind", "no-copy-routes", "no-copy-addrs",
+    "host-lo-to-ns-lo",
 };
 
 } // namespace
@@ -150,6 +153,7 @@ Options parse_args(int argc, char *const argv[]) {
         {"map-guest-addr", required_argument, nullptr, kMapGuestAddr},
         {"map-host-loopback", required_argument, nullptr, kMapHostLoopback},
         {"ipv4-only", no_argument, nullptr, '4'},
+        {"ipv6-only", no_argument, nullptr, '6'},
         {"config-net", no_argument, nullptr, kConfigNet},
         {"no-dhcp", no_argument, nullptr, kNoDhcp},
         {"no-ra", no_argument, nullptr, kNoRa},
@@ -169,7 +173,7 @@ Options parse_args(int argc, char *const argv[]) {
     Options o;
     unsigned long n = 0;
     int opt, index = -1;
-    // Short options pasta has and rknp-pasta refuses: -F -p -M -i -D -S -6.
+    // Short options pasta has and rknp-pasta refuses: -F -p -M -i -D -S.
     const char *shorts = "dqfel:hP:c:I:m:a:n:g:o:4t:u:T:U:F:p:M:i:D:S:6";
     while ((opt = getopt_long(argc, argv, shorts, longopts.data(), &index)) != -1) {
         switch (opt) {
@@ -238,13 +242,16 @@ Options parse_args(int argc, char *const argv[]) {
             o.no_map_gw = false;
             break;
         case kMapGuestAddr:
-            o.map_guest_addr = optarg;
+            o.map_guest_addr.push_back(optarg);
             break;
         case kMapHostLoopback:
-            o.map_host_loopback = optarg;
+            o.map_host_loopback.push_back(optarg);
             break;
         case '4':
             o.ipv4_only = true;
+            break;
+        case '6':
+            o.ipv6_only = true;
             break;
         case kConfigNet:
             o.config_net = true;
@@ -280,16 +287,21 @@ Options parse_args(int argc, char *const argv[]) {
         case kNoNetnsQuit:
             o.no_netns_quit = true;
             break;
-        case kUnsupported:
-            usage_error(std::string("option '--") + longopts[size_t(index)].name +
-                        "' is not supported by rknp-pasta");
+        case kUnsupported: {
+            const std::string name = longopts[size_t(index)].name;
+            usage_error("option '--" + name + "' is not supported by rknp-pasta" +
+                        (name == "host-lo-to-ns-lo"
+                             ? " (a connection from the host's loopback to a "
+                               "forwarded port comes from the gateway to the "
+                               "namespace's address, never to its loopback)"
+                             : ""));
+        }
         case 'F':
         case 'p':
         case 'M':
         case 'i':
         case 'D':
         case 'S':
-        case '6':
             usage_error(std::string("option '-") + char(opt) +
                         "' is not supported by rknp-pasta");
         default: // getopt_long printed "unrecognized option '--x'" etc.
@@ -310,6 +322,8 @@ Options parse_args(int argc, char *const argv[]) {
     if (rest == 0 && !o.netns)
         usage_error("a target is needed: a PID or --netns (rknp-pasta does "
                     "not create namespaces or run commands)");
+    if (o.ipv4_only && o.ipv6_only)
+        usage_error("-4/--ipv4-only and -6/--ipv6-only exclude each other");
     if (o.netns_only && o.userns)
         usage_error("--netns-only and --userns exclude each other");
     return o;

@@ -38,9 +38,11 @@ struct Options {
     std::optional<std::string> ns_mac;    // --ns-mac-addr
     std::vector<std::string> outbound;    // -o
     bool no_map_gw = false;               // --no-map-gw (--map-gw: false)
-    std::optional<std::string> map_guest_addr;    // --map-guest-addr
-    std::optional<std::string> map_host_loopback; // --map-host-loopback
+    // --map-guest-addr, --map-host-loopback: one IPv4 and one IPv6 each
+    // at most, or "none"
+    std::vector<std::string> map_guest_addr, map_host_loopback;
     bool ipv4_only = false;               // -4
+    bool ipv6_only = false;               // -6
     bool config_net = false;              // --config-net
     bool no_dhcp = false;                 // --no-dhcp
     bool no_ra = false;                   // --no-ra (only with -4)

@@ -173,9 +173,22 @@ int run(int argc, char *argv[]) {
     if (!up && !o.quiet)
         std::fprintf(stderr, "rknp-pasta: no IPv4 default route on the host: "
                              "the namespace gets 10.0.2.100/24\n");
-    NetworkModel model(o, up);
+    const std::optional<Upstream6> up6 = o.ipv4_only ? std::nullopt : host_upstream6();
+    NetworkModel model(o, up, up6);
+    if (!up6 && !o.ipv4_only && !o.quiet && model.get().enable_ipv6 == 0)
+        std::fprintf(stderr, "rknp-pasta: no global IPv6 address with a default "
+                             "route on the host: the namespace gets no IPv6\n");
+    // Forwards reach the namespace's IPv4 address, which -6 leaves out.
+    for (const auto *specs : {&o.tcp, &o.udp})
+        if (o.ipv6_only &&
+            (specs->empty() || std::any_of(specs->begin(), specs->end(),
+                                           [](const std::string &v) { return v != "none"; })))
+            throw cmd::Failure(std::string(specs == &o.tcp ? "-t/--tcp-ports" : "-u/--udp-ports") +
+                               ": with -6/--ipv6-only only none (forwards reach the "
+                               "namespace's IPv4 address, which -6 leaves out)");
     rknp_config cfg = model.get();
-    PortForwarder forwarder(o, cfg.enable_ipv6 != 0);
+    // The host side: "::" too unless -4, whatever the namespace has.
+    PortForwarder forwarder(o, !o.ipv4_only);
     LogLevel log{o.quiet, o.debug};
     cfg.log_fn = log_to_stderr;
     cfg.log_user_data = &log;
@@ -209,7 +222,7 @@ int run(int argc, char *argv[]) {
     std::optional<cmd::ControlSocket> control;
     if (o.conf_path) {
         pesto.emplace(forwards, cfg.guest_address ? cfg.guest_address : "",
-                      cfg.enable_ipv6 != 0, cmd::host_ephemeral_range());
+                      !o.ipv4_only, cmd::host_ephemeral_range());
         control.emplace(*o.conf_path, *pesto, "-c/--conf-path");
     }
 
@@ -251,10 +264,13 @@ int run(int argc, char *argv[]) {
         write_all(pid_fd.get(), std::to_string(::getpid()) + "\n", *o.pid_file);
         pid_fd.reset();
     }
-    if (!o.quiet)
-        std::fprintf(stderr, "%s: %s %s/%u via %s, MTU %u, in background\n",
-                     program_invocation_short_name, cfg.ifname, net.ip,
-                     net.prefix_len, net.gateway, net.mtu);
+    if (!o.quiet) {
+        const std::string v6 = model.ipv6_summary();
+        std::fprintf(stderr, "%s: %s %s/%u via %s%s%s, MTU %u, in background\n",
+                     program_invocation_short_name, cfg.ifname,
+                     o.ipv6_only ? "(no IPv4)" : net.ip, net.prefix_len, net.gateway,
+                     v6.empty() ? "" : ", ", v6.c_str(), net.mtu);
+    }
     bg.ready(log_fd.get());
     log_fd.reset();
     serve(parent.get(), forwarder, watch, sigfd.get(), control ? &*control : nullptr,

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // pasta's address options (-a, -n, -g, --dns-forward, --map-guest-addr,
-// --map-host-loopback, -4, -o, -I, -m, --ns-mac-addr, --no-map-gw,
+// --map-host-loopback, -4, -6, -o, -I, -m, --ns-mac-addr, --no-map-gw,
 // --config-net) as an rknp_config in pasta's model
 // (RKNP_NETWORK_MODEL_HOST): by default the namespace gets the host's
-// upstream interface's name, IPv4 address, prefix and gateway, and the
-// network's other addresses are the host's neighbours. An -a outside the
-// host's network (rootlesskit's 10.0.2.100/24) gets libslirp's virtual
-// network instead (RKNP_NETWORK_MODEL_SLIRP), where --map-guest-addr and a
-// --dns-forward outside the network are refused by name. IPv6 stays rknp's
-// fd00::/64 (gateway ::2, DNS ::3).
+// upstream interfaces' name, IPv4 and IPv6 addresses, prefixes and
+// gateways, and the networks' other addresses are the host's neighbours.
+// An IPv4 -a outside the host's network (rootlesskit's 10.0.2.100/24) gets
+// libslirp's virtual network instead (RKNP_NETWORK_MODEL_SLIRP), where
+// --map-guest-addr and a --dns-forward outside the network are refused by
+// name, and IPv6 is rknp's fd00::/64 (gateway ::2, DNS ::3), as it is
+// without --config-net. A host without a global IPv6 address gives the
+// namespace no IPv6, as pasta does.
 #pragma once
+
+#include <netinet/in.h>
 
 #include <cstdint>
 #include <optional>
@@ -36,24 +40,47 @@ struct Upstream {
 };
 std::optional<Upstream> host_upstream();
 
+// The host's interface with the first IPv6 default route via a gateway
+// (/proc/net/ipv6_route, the lowest metric) and its global address: the
+// one whose network holds the gateway, else the first.
+struct Upstream6 {
+    std::string ifname;
+    in6_addr address{}, gateway{}; // the gateway may be link-local
+    int prefix = 64;
+
+    bool contains(const in6_addr &a) const;
+};
+std::optional<Upstream6> host_upstream6();
+// /proc/net/ipv6_route's text: the default route's interface, gateway and
+// metric (the lowest metric's), without the addresses.
+std::optional<Upstream6> parse_ipv6_default_route(const std::string &text);
+
 // An rknp_config together with the strings it points into.
 class NetworkModel {
 public:
     // Throws cmd::Failure naming the option and the value on a bad or an
     // unsupported value.
-    // up: the host's upstream interface (host_upstream()), if any.
-    NetworkModel(const Options &o, const std::optional<Upstream> &up);
+    // up, up6: the host's upstream interfaces (host_upstream(),
+    // host_upstream6()), if any.
+    NetworkModel(const Options &o, const std::optional<Upstream> &up,
+                 const std::optional<Upstream6> &up6 = std::nullopt);
     NetworkModel(const NetworkModel &) = delete;
     NetworkModel &operator=(const NetworkModel &) = delete;
 
     const rknp_config &get() const { return cfg_; }
 
+    // IPv6 in pasta's model: "ADDR/LEN via GATEWAY"; empty otherwise.
+    std::string ipv6_summary() const;
+
 private:
+    // The IPv6 fields: rknp's fd00::/64, pasta's model or none.
+    void apply_ipv6(const Options &o, const std::optional<Upstream6> &up6,
+                    bool host_network);
+
     rknp_config cfg_{};
     std::string cidr_, address_, gateway_, dns_, map_guest_, map_loopback_,
-        ifname_, ipv6_, mac_, outbound_, outbound6_;
+        ifname_, ipv6_, mac_, outbound_, outbound6_, network6_, gateway6_,
+        map_guest6_, map_loopback6_;
 };
-
-
 
 } // namespace pasta

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/addr.hpp"
 #include "datapath/flows/endpoints.hpp"
 
 namespace rknp {
@@ -24,16 +25,31 @@ bool unicast6(const uint8_t a[16]) {
 }
 
 bool in_prefix6(const uint8_t a[16], const in6_addr &p, uint32_t len) {
-    len = std::min<uint32_t>(len, 128);
-    size_t bytes = len / 8;
-    if (std::memcmp(a, p.s6_addr, bytes) != 0) return false;
-    if (len % 8 == 0) return true;
-    uint8_t m = uint8_t(0xff << (8 - len % 8));
-    return (a[bytes] & m) == (p.s6_addr[bytes] & m);
+    return Ipv6Prefix{p, std::min<uint32_t>(len, 128)}.contains(a);
 }
 
 bool same6(const uint8_t a[16], const in6_addr &b) {
     return std::memcmp(a, b.s6_addr, 16) == 0;
+}
+
+// pasta's model for IPv6: the gateway (which may be link-local) as for
+// IPv4, the mapped addresses, and every other unicast address but the
+// guest's through the host.
+Route classify_host6(const VirtualNet &cfg, const uint8_t src6[16],
+                     const uint8_t dst6[16]) {
+    // The guest talks to a link-local gateway from its link-local address.
+    const bool link_local_src = src6[0] == 0xfe && (src6[1] & 0xc0) == 0x80;
+    if (!unicast6(src6) && !link_local_src) return Route::NotMine;
+    if (same6(dst6, cfg.gateway6))
+        return cfg.disable_host_loopback
+                   // A link-local gateway has no meaning on the host's
+                   // sockets without its interface: refused.
+                   ? (unicast6(dst6) ? Route::Host : Route::Refuse)
+                   : Route::Loopback;
+    if (!unicast6(dst6) || same6(dst6, cfg.guest6)) return Route::NotMine;
+    if (cfg.map_loopback6 && same6(dst6, *cfg.map_loopback6)) return Route::Loopback;
+    if (cfg.map_guest6 && same6(dst6, *cfg.map_guest6)) return Route::GuestAddr;
+    return Route::Host;
 }
 
 } // namespace
@@ -60,7 +76,9 @@ Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
                                                       : Route::Unreachable;
         return d == cfg.guest4 ? Route::NotMine : Route::Host;
     }
-    if (!cfg.ipv6 || !unicast6(src6) || !unicast6(dst6)) return Route::NotMine;
+    if (!cfg.ipv6) return Route::NotMine;
+    if (cfg.host_network6) return classify_host6(cfg, src6, dst6);
+    if (!unicast6(src6) || !unicast6(dst6)) return Route::NotMine;
     if (same6(dst6, cfg.gateway6))
         return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
     if (same6(dst6, cfg.dns6) || in_prefix6(dst6, cfg.prefix6, cfg.prefix6_len))
@@ -97,6 +115,8 @@ HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
     t.sin6_port = htons(port);
     if (r == Route::Loopback)
         t.sin6_addr = in6addr_loopback;
+    else if (r == Route::GuestAddr)
+        t.sin6_addr = net.guest6;
     else
         std::memcpy(&t.sin6_addr, dst, 16);
     a.target_len = sizeof t;

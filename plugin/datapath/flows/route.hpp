@@ -38,6 +38,14 @@ struct VirtualNet {
     std::optional<uint32_t> resolver4;       // the host's first nameserver
     std::optional<uint32_t> map_guest4;      // -> the host at guest4
     std::optional<uint32_t> map_loopback4;   // -> 127.0.0.1
+    // pasta's model for IPv6 (ParentConfig::ipv6_host): prefix6 is the
+    // host's IPv6 network and gateway6 its gateway (the host's ::1 unless
+    // disable_host_loopback, as for IPv4); every other unicast address but
+    // guest6 is reached through the host. libslirp's IPv6 is off: no dns6.
+    bool host_network6 = false;
+    in6_addr guest6{};
+    std::optional<in6_addr> map_guest6;      // -> the host at guest6
+    std::optional<in6_addr> map_loopback6;   // -> ::1
     std::optional<uint32_t> outbound_addr; // host byte order
     std::optional<in6_addr> outbound_addr6;
 };
