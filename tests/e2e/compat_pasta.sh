@@ -315,27 +315,33 @@ case_pesto_rootlesskit() {
 # (CAP_DAC_OVERRIDE) by SO_PEERCRED: closed unanswered, rknp-pesto exits
 # 1, nothing changes, the refusal logged; a second start on the live
 # socket fails and the first keeps serving it; a regular file at the path
-# is refused and kept.
+# is refused and kept; a forward of the command line (-t) and one of -u
+# auto are deleted through the socket, the auto one not made again.
 case_pesto_socket() {
-    local d="$SCRATCH/tmp/pesto-sock" sock hp out rc t pid
+    local d="$SCRATCH/tmp/pesto-sock" sock hp cp up out rc t pid
     local other=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     rm -rf "$d"
     mkdir -p "$d"
     chown "$RKNP_TEST_USER" "$d"
     sock=$d/ctl.sock
     hp=$(free_port 127.0.0.1)
+    cp=$(free_port 127.0.0.1) # a forward of the command line
+    up=$(free_port 127.0.0.1) # one of "auto": a UDP port the namespace binds
     as_user "$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$sock"
     [ -S "$sock" ] || { echo "no stale socket made"; return 1; }
     # shellcheck disable=SC2016 # expanded by the shell inside
     as_user bash -c '
-        pasta=$1 d=$2
+        pasta=$1 d=$2 py=$3 cp=$4 up=$5
         umask 000
-        unshare -r -n sleep 300 & t=$!
+        unshare -r -n "$py" -c "import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((\"0.0.0.0\", int(sys.argv[1])))
+time.sleep(300)" "$up" & t=$!
         for _ in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
         echo "$t" >"$d/target"
-        "$pasta" --config-net -4 -t none -u none -c "$d/ctl.sock" -l "$d/pasta.log" -P "$d/pid" "$t"
+        "$pasta" --config-net -4 -t "127.0.0.1/$cp" -u auto -c "$d/ctl.sock" -l "$d/pasta.log" -P "$d/pid" "$t"
         echo "start=$?"
-    ' _ "$PASTA" "$d" >"$d/start.out" 2>&1
+    ' _ "$PASTA" "$d" "$PY" "$cp" "$up" >"$d/start.out" 2>&1
     t=$(cat "$d/target")
     pid=$(cat "$d/pid" 2>/dev/null || true)
     # shellcheck disable=SC2064 # expanded now on purpose
@@ -369,6 +375,24 @@ case_pesto_socket() {
     [ "$rc" = 1 ] || { echo "a regular file as the socket: exit $rc ($out)"; return 1; }
     expect "a regular file refused" "-c/--conf-path: .*/file exists and is not a socket \(left as it is\)" "$out"
     expect "and kept" "^precious\$" "$(cat "$d/file")"
+    # The command line's and "auto"'s forwards are rknp-pesto's to delete
+    # too; an "auto" one deleted stays away while the port is listened on.
+    expect "the command line's forward in force" '"rknp-pasta"' "$(ss -Hltnp "sport = :$cp")"
+    for _ in $(seq 50); do [ -n "$(ss -Hlun "sport = :$up")" ] && break; sleep 0.1; done
+    expect "auto's forward in force" '"rknp-pasta"' "$(ss -Hlunp "sport = :$up")"
+    as_user "$PESTO" --delete -t "127.0.0.1/$cp" "$sock" ||
+        { echo "pesto --delete of the command line's forward failed"; return 1; }
+    [ -z "$(ss -Hltn "sport = :$cp")" ] || { echo "127.0.0.1:$cp still forwarded"; return 1; }
+    echo "ok the command line's forward deleted"
+    as_user "$PESTO" --delete -u "0.0.0.0/$up" "$sock" ||
+        { echo "pesto --delete of auto's forward failed"; return 1; }
+    sleep 2.5 # two rescans
+    [ -z "$(ss -Hlun "sport = :$up")" ] || { echo "0.0.0.0:$up forwarded again"; return 1; }
+    echo "ok auto's forward deleted, not made again by the rescans"
+    rc=0
+    out=$(as_user "$PESTO" --delete -t "127.0.0.1/$cp" "$sock" 2>&1) || rc=$?
+    [ "$rc" = 1 ] || { echo "deleting it again: exit $rc ($out)"; return 1; }
+    expect "deleting it again: not forwarded" "tcp 127\.0\.0\.1 port $cp is not forwarded\$" "$out"
 }
 
 # 7. Podman 6's rootless network namespace with rootless_port_forwarder=

@@ -81,10 +81,23 @@ public:
 };
 
 struct Rig {
+    pasta::ForwardTable table;
     FakeBackend backend;
     PestoServer server;
     explicit Rig(bool ipv6 = true, cmd::ForwardLimits limits = {})
-        : server(backend, kGuest, ipv6, cmd::PortRange{}, limits) {}
+        : server(table, backend, kGuest, ipv6, cmd::PortRange{}, limits) {}
+    // A forward the command line or "auto" made (PortForwarder's way).
+    void made_elsewhere(uint32_t proto, const char *addr, uint16_t hp, uint16_t gp) {
+        rknp_forward f = RKNP_FORWARD_INIT;
+        f.protocol = proto;
+        f.host_addr = addr;
+        f.host_port = hp;
+        f.guest_port = gp;
+        uint32_t id = 0;
+        std::string error;
+        REQUIRE(backend.add(f, id, error));
+        table.add({proto, addr, hp, gp, id});
+    }
     std::string apply(std::vector<Change> changes) { return server.apply(changes); }
 };
 
@@ -108,13 +121,32 @@ TEST_CASE("pesto server: rootlesskit's form, one address and a guest port") {
     CHECK(r.backend.list() == std::set<std::string>{"tcp 0.0.0.0:18080->10.0.2.100:80",
                                                     "udp 127.0.0.1:15353->10.0.2.100:53"});
     CHECK(r.apply({del_tcp("0.0.0.0/18080:80")}) == "");
-    CHECK(r.apply({del_tcp("0.0.0.0/18080:80")}) ==
-          "tcp 0.0.0.0 port 18080 is not forwarded (by this socket: the command "
-          "line's and 'auto' forwards are not its to delete)");
+    CHECK(r.apply({del_tcp("0.0.0.0/18080:80")}) == "tcp 0.0.0.0 port 18080 is not forwarded");
     // Other protocol, other table entry.
     CHECK(r.apply({{Op::remove, Proto::tcp, "127.0.0.1/15353:53"}}).find("is not forwarded") !=
           std::string::npos);
     CHECK(r.backend.list() == std::set<std::string>{"udp 127.0.0.1:15353->10.0.2.100:53"});
+}
+
+TEST_CASE("pesto server: the command line's and auto's forwards are its to delete") {
+    Rig r;
+    r.made_elsewhere(RKNP_PROTO_TCP, "0.0.0.0", 8080, 80); // -t 8080:80
+    r.made_elsewhere(RKNP_PROTO_TCP, "::", 8080, 80);
+    r.made_elsewhere(RKNP_PROTO_UDP, "0.0.0.0", 5353, 5353); // -u auto
+    // Found when added again, deleted as named, all or none.
+    CHECK(r.apply({add_tcp("0.0.0.0/8080:80")}) ==
+          "tcp 0.0.0.0 port 8080 is forwarded already (to port 80)");
+    CHECK(r.apply({del_tcp("8080:81")}) == "tcp 0.0.0.0 port 8080 forwards to port 80, not 81");
+    CHECK(r.backend.held.size() == 3);
+    CHECK(r.apply({del_tcp("8080:80"), {Op::remove, Proto::udp, "0.0.0.0/5353"}}) == "");
+    CHECK(r.backend.held.empty());
+    CHECK(r.server.forwards() == 0);
+    // A failed request restores the one it had deleted.
+    r.made_elsewhere(RKNP_PROTO_TCP, "127.0.0.1", 9090, 90);
+    CHECK(r.apply({del_tcp("127.0.0.1/9090:90"), del_tcp("127.0.0.1/9091")}) ==
+          "tcp 127.0.0.1 port 9091 is not forwarded");
+    CHECK(r.backend.list() == std::set<std::string>{"tcp 127.0.0.1:9090->10.0.2.100:90"});
+    CHECK(r.server.forwards() == 1);
 }
 
 TEST_CASE("pesto server: a delete must name the forward as it is") {

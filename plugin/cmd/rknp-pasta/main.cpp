@@ -187,8 +187,10 @@ int run(int argc, char *argv[]) {
                                ": with -6/--ipv6-only only none (forwards reach the "
                                "namespace's IPv4 address, which -6 leaves out)");
     rknp_config cfg = model.get();
+    // Every forward in force, the command line's, "auto"'s and rknp-pesto's.
+    ForwardTable table;
     // The host side: "::" too unless -4, whatever the namespace has.
-    PortForwarder forwarder(o, !o.ipv4_only);
+    PortForwarder forwarder(o, !o.ipv4_only, table);
     LogLevel log{o.quiet, o.debug};
     cfg.log_fn = log_to_stderr;
     cfg.log_user_data = &log;
@@ -221,7 +223,7 @@ int run(int argc, char *argv[]) {
     std::optional<PestoServer> pesto;
     std::optional<cmd::ControlSocket> control;
     if (o.conf_path) {
-        pesto.emplace(forwards, cfg.guest_address ? cfg.guest_address : "",
+        pesto.emplace(table, forwards, cfg.guest_address ? cfg.guest_address : "",
                       !o.ipv4_only, cmd::host_ephemeral_range());
         control.emplace(*o.conf_path, *pesto, "-c/--conf-path");
     }

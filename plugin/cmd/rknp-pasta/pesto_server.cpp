@@ -17,18 +17,6 @@ namespace {
 using cmd::pesto::Change;
 using cmd::pesto::Op;
 
-// The literal as inet_ntop writes it, so that "0:0::" and "::" name one
-// forward; "" if it is none.
-std::string canonical(const std::string &addr) {
-    unsigned char buf[16];
-    char out[INET6_ADDRSTRLEN];
-    int family = addr.find(':') == std::string::npos ? AF_INET : AF_INET6;
-    if (::inet_pton(family, addr.c_str(), buf) != 1 ||
-        !::inet_ntop(family, buf, out, sizeof out))
-        return "";
-    return out;
-}
-
 std::string describe(const PestoServer::Forward &f) {
     bool v6 = f.host_addr.find(':') != std::string::npos;
     return std::string(f.proto == RKNP_PROTO_TCP ? "tcp " : "udp ") +
@@ -38,10 +26,10 @@ std::string describe(const PestoServer::Forward &f) {
 
 } // namespace
 
-PestoServer::PestoServer(cmd::ForwardBackend &backend, std::string guest_addr,
-                         bool ipv6, cmd::PortRange ephemeral,
+PestoServer::PestoServer(ForwardTable &table, cmd::ForwardBackend &backend,
+                         std::string guest_addr, bool ipv6, cmd::PortRange ephemeral,
                          cmd::ForwardLimits limits)
-    : backend_(backend), guest_addr_(std::move(guest_addr)), ipv6_(ipv6),
+    : table_(table), backend_(backend), guest_addr_(std::move(guest_addr)), ipv6_(ipv6),
       ephemeral_(ephemeral), limits_(limits) {}
 
 cmd::RequestState PestoServer::state(std::string_view bytes) const {
@@ -133,7 +121,7 @@ std::string PestoServer::expand(const Change &c, std::vector<Step> &steps,
         addrs.emplace_back("0.0.0.0", false);
         if (ipv6_) addrs.emplace_back("::", true);
     } else {
-        addrs.emplace_back(canonical(spec.address), false);
+        addrs.emplace_back(ForwardTable::canonical(spec.address), false);
     }
     uint32_t proto = c.proto == cmd::pesto::Proto::tcp ? RKNP_PROTO_TCP : RKNP_PROTO_UDP;
     for (const cmd::PortMapping &m : spec.mappings)
@@ -151,11 +139,8 @@ std::string PestoServer::expand(const Change &c, std::vector<Step> &steps,
     return "";
 }
 
-std::vector<PestoServer::Forward>::iterator PestoServer::find(const Forward &f) {
-    return std::find_if(table_.begin(), table_.end(), [&f](const Forward &t) {
-        return t.proto == f.proto && t.host_addr == f.host_addr &&
-               t.host_port == f.host_port;
-    });
+ForwardTable::Iter PestoServer::find(const Forward &f) {
+    return table_.find(f.proto, f.host_addr, f.host_port);
 }
 
 std::string PestoServer::run(const Step &s, Step &done, bool &did) {
@@ -179,22 +164,23 @@ std::string PestoServer::run(const Step &s, Step &done, bool &did) {
             return "cannot forward " + describe(f) + " to port " +
                    std::to_string(f.guest_port) + ": " + error;
         }
-        table_.push_back(f);
-        table_.back().id = id;
+        Forward added = f;
+        added.id = id;
+        table_.add(added);
         done.fwd.id = id;
         did = true;
         return "";
     }
     if (it == table_.end()) {
         if (s.optional) return "";
-        return describe(f) + " is not forwarded (by this socket: the command "
-                             "line's and 'auto' forwards are not its to delete)";
+        return describe(f) + " is not forwarded";
     }
     if (it->guest_port != f.guest_port)
         return describe(f) + " forwards to port " + std::to_string(it->guest_port) +
                ", not " + std::to_string(f.guest_port);
     if (!backend_.remove(it->id, error))
         return "cannot delete the forward of " + describe(f) + ": " + error;
+    done.fwd.id = it->id;
     table_.erase(it);
     did = true;
     return "";

@@ -62,7 +62,8 @@ void refuse_ns_specs(const std::vector<std::string> &specs, const char *option) 
 
 } // namespace
 
-PortForwarder::PortForwarder(const Options &o, bool ipv6) : ipv6_(ipv6) {
+PortForwarder::PortForwarder(const Options &o, bool ipv6, ForwardTable &table)
+    : ipv6_(ipv6), table_(table) {
     parse_kind(o.tcp, "-t/--tcp-ports", tcp_.lists, tcp_.automatic);
     parse_kind(o.udp, "-u/--udp-ports", udp_.lists, udp_.automatic);
     refuse_ns_specs(o.tcp_ns, "-T/--tcp-ns");
@@ -97,7 +98,9 @@ bool PortForwarder::add(rknp_parent *p, uint32_t proto,
     fwd.host_addr = host_addr.c_str();
     fwd.host_port = host_port;
     fwd.guest_port = guest_port;
-    return cmd::RknpForwards(p).add(fwd, id, error);
+    if (!cmd::RknpForwards(p).add(fwd, id, error)) return false;
+    table_.add({proto, ForwardTable::canonical(host_addr), host_port, guest_port, id});
+    return true;
 }
 
 void PortForwarder::bind_explicit(rknp_parent *p) {
@@ -142,6 +145,8 @@ bool PortForwarder::rescan(rknp_parent *p) {
             continue;
         }
         for (uint32_t id : it->second) {
+            if (!table_.has(id)) continue; // deleted through rknp-pesto
+            table_.erase_id(id);
             rknp_error *err = nullptr;
             rknp_parent_remove_forward(p, id, &err);
             rknp_error_free(err);

@@ -4,7 +4,10 @@
 // start (a port that cannot be bound is fatal, as in pasta), and "auto":
 // every port the namespace listens on, from /proc/net files opened inside
 // it, forwarded from the same host port and rescanned every second
-// (rootlesskit's implicit port driver relies on it).
+// (rootlesskit's implicit port driver relies on it). Every forward made
+// goes into rknp-pasta's table (forward_table.hpp), where rknp-pesto may
+// delete it: an "auto" port deleted so stays unforwarded until the
+// namespace stops listening on it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include "cli.hpp"
 #include "cmd/common/unique_fd.hpp"
 #include "cmd/common/port_spec.hpp"
+#include "forward_table.hpp"
 #include "rknp.h"
 
 namespace pasta {
@@ -27,7 +31,8 @@ class PortForwarder {
 public:
     // Parses the specs (throws cmd::Failure naming the option); -T and -U
     // must be "none". ipv6: also bind "::" where no address is given.
-    PortForwarder(const Options &o, bool ipv6);
+    // table: where the forwards made are kept (shared with PestoServer).
+    PortForwarder(const Options &o, bool ipv6, ForwardTable &table);
 
     // The /proc files "auto" needs, to be opened in the namespace.
     std::vector<std::string> netns_files() const;
@@ -61,8 +66,10 @@ private:
 
     Kind tcp_{RKNP_PROTO_TCP, {}, false}, udp_{RKNP_PROTO_UDP, {}, false};
     bool ipv6_;
+    ForwardTable &table_;
     std::vector<Scan> scan_;
-    // "auto" forwards in force: (proto, port) -> ids (one per host address).
+    // "auto" ports tried: (proto, port) -> the ids made (one per host
+    // address); those no longer in table_ were deleted by rknp-pesto.
     std::map<std::pair<uint32_t, unsigned>, std::vector<uint32_t>> auto_;
     std::string text_; // rescan's buffer, reused
 };
