@@ -275,6 +275,8 @@ TEST_CASE("pasta network model: -6, IPv6 alone") {
     CHECK(c.map_guest_addr == nullptr); // Podman's IPv4 ones have no effect
     CHECK(c.disable_dns == 1);
     CHECK(s(c.ifname) == "eth0");
+    o.config_net = false;
+    CHECK(refusal(o, std::nullopt, host6()).find("-6/--ipv6-only: needs --config-net") == 0);
 }
 
 TEST_CASE("pasta network model: /proc/net/ipv6_route's default route") {

@@ -403,6 +403,10 @@ void NetworkModel::apply_ipv6(const Options &o, const std::optional<Upstream6> &
         mapped6.emplace_back(option, seen);
     }
     if (o.ipv4_only) return; // enable_ipv6 stays 0
+    if (o.ipv6_only && !o.config_net)
+        throw cmd::Failure("-6/--ipv6-only: needs --config-net (rknp-pasta has no "
+                           "router advertisements or DHCPv6 for the host's IPv6 "
+                           "network)");
     if (fd00) {
         in6_addr mine{};
         if (!ipv6_.empty() && parse_v6(ipv6_, mine) && !is_fd00(mine, -1))
