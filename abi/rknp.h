@@ -110,7 +110,8 @@ extern "C" {
  *        no new functions
  *   1.7  rknp_config.ipv6_network, ipv6_gateway, map_guest_addr6,
  *        map_host_loopback6 and disable_ipv4 (pasta's address model for
- *        IPv6, and IPv6 alone); no new functions
+ *        IPv6, and IPv6 alone); rknp_stats' published-port counters:
+ *        tcp_forward_accepted to udp_forward_full; no new functions
  */
 #define RKNP_ABI_MINOR 7
 /** rknp_abi_version() packs both: (major << 16) | minor. */
@@ -541,6 +542,29 @@ typedef struct rknp_stats {
                                       flow limits are counted in
                                       flows_refused and flows_rate_limited
                                       instead) */
+    /* 1.7: published ports' clients (rknp_forward). They have their own
+       caps and rates, never the guest's: not in flows_refused,
+       flows_rate_limited or host_sockets. */
+    uint64_t tcp_forward_accepted; /* connections TCP forwards accepted */
+    uint64_t tcp_forward_refused;  /* of those, closed at once (every
+                                      reason: the two below, no socket, no
+                                      guest) */
+    uint64_t tcp_forward_full;     /* of those, at the forward's or all
+                                      forwards' cap */
+    uint64_t tcp_forward_rate_limited; /* of those, over the forward's
+                                      new-connection rate */
+    uint64_t tcp_forward_flows;    /* forwarded TCP connections now (also
+                                      in tcp_fast_flows) */
+    uint64_t udp_forward_clients;  /* UDP forwards' clients now (also in
+                                      udp_fast_flows) */
+    uint64_t udp_forward_admitted; /* new UDP clients given a place */
+    uint64_t udp_forward_rate_limited; /* new UDP clients over the forward's
+                                      rate (their datagram dropped) */
+    uint64_t udp_forward_evicted;  /* UDP clients evicted, the oldest
+                                      unanswered first, for a new one */
+    uint64_t udp_forward_full;     /* new UDP clients refused: no room (every
+                                      client an answered one of another
+                                      forward) */
 } rknp_stats;
 
 /** rknp_stats.sandbox bits (1.3). */
@@ -559,6 +583,8 @@ enum {
     (offsetof(rknp_stats, reserved_1_4) + sizeof(uint32_t))
 #define RKNP_STATS_SIZE_1_5 \
     (offsetof(rknp_stats, udp_fast_dropped) + sizeof(uint64_t))
+#define RKNP_STATS_SIZE_1_7 \
+    (offsetof(rknp_stats, udp_forward_full) + sizeof(uint64_t))
 
 /** Fills *out with a snapshot of the counters. Thread-safe. */
 RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,

@@ -192,6 +192,16 @@ RKNP_API rknp_status rknp_parent_stats(const rknp_parent *p, rknp_stats *out,
         o.tcp_peek_mode = s.tcp_peek_mode.load();
         o.udp_fast_flows = s.udp_fast_flows.load();
         o.udp_fast_dropped = s.udp_fast_dropped.load();
+        o.tcp_forward_accepted = s.tcp_forward_accepted.load();
+        o.tcp_forward_refused = s.tcp_forward_refused.load();
+        o.tcp_forward_full = s.tcp_forward_full.load();
+        o.tcp_forward_rate_limited = s.tcp_forward_rate_limited.load();
+        o.tcp_forward_flows = s.tcp_forward_flows.load();
+        o.udp_forward_clients = s.udp_forward_clients.load();
+        o.udp_forward_admitted = s.udp_forward_admitted.load();
+        o.udp_forward_rate_limited = s.udp_forward_rate_limited.load();
+        o.udp_forward_evicted = s.udp_forward_evicted.load();
+        o.udp_forward_full = s.udp_forward_full.load();
         rknp::write_versioned(out, o);
     });
 }

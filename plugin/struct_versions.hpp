@@ -37,6 +37,7 @@ static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_2 == 72);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_3 == 132);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_4 == 144);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_5 == 160);
+static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_7 == 240);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);
@@ -56,10 +57,11 @@ static_assert(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
 static_assert(offsetof(rknp_config, guest_address) == RKNP_CONFIG_SIZE_1_5);
 static_assert(offsetof(rknp_config, ipv6_network) == RKNP_CONFIG_SIZE_1_6);
 static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
+static_assert(offsetof(rknp_stats, tcp_forward_accepted) == RKNP_STATS_SIZE_1_5);
 // ... and every struct ends on a member (its reserved block), not on tail
 // padding: the next minor starts at this header's sizeof.
 static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
-static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_5);
+static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_7);
 static_assert(sizeof(rknp_network) ==
               offsetof(rknp_network, reserved_1_3) + 2);
 static_assert(sizeof(rknp_forward) == RKNP_FORWARD_SIZE_1_1);
@@ -86,9 +88,9 @@ template <> struct Versions<rknp_network> {
 };
 template <> struct Versions<rknp_stats> {
     static constexpr const char *name = "rknp_stats";
-    static constexpr std::array<size_t, 5> sizes{
+    static constexpr std::array<size_t, 6> sizes{
         RKNP_STATS_SIZE_1_0, RKNP_STATS_SIZE_1_2, RKNP_STATS_SIZE_1_3,
-        RKNP_STATS_SIZE_1_4, RKNP_STATS_SIZE_1_5};
+        RKNP_STATS_SIZE_1_4, RKNP_STATS_SIZE_1_5, RKNP_STATS_SIZE_1_7};
 };
 template <> struct Versions<rknp_forward> {
     static constexpr const char *name = "rknp_forward";

@@ -72,6 +72,19 @@ type Stats struct {
 	// ABI 1.5; 0 from older libraries.
 	UDPFastFlows   uint64 // UDP flows on the fast path now
 	UDPFastDropped uint64 // guest datagrams the UDP fast path dropped (host send failed)
+	// ABI 1.7; 0 from older libraries. Published ports' clients, apart
+	// from the guest's flows (never in FlowsRefused, FlowsRateLimited or
+	// HostSockets).
+	TCPForwardAccepted    uint64 // connections TCP forwards accepted
+	TCPForwardRefused     uint64 // of those, closed at once (every reason)
+	TCPForwardFull        uint64 // of those, at the forward's or all forwards' cap
+	TCPForwardRateLimited uint64 // of those, over the forward's rate
+	TCPForwardFlows       uint64 // forwarded TCP connections now
+	UDPForwardClients     uint64 // UDP forwards' clients now
+	UDPForwardAdmitted    uint64 // new UDP clients given a place
+	UDPForwardRateLimited uint64 // new UDP clients over the forward's rate
+	UDPForwardEvicted     uint64 // UDP clients evicted for a new one
+	UDPForwardFull        uint64 // new UDP clients refused: no room
 }
 
 // NewParent validates cfg and creates a stopped parent.
@@ -201,6 +214,17 @@ func (p *Parent) Stats() (Stats, error) {
 		TCPPeekMode:        tcpPeekModeName(uint32(s.tcp_peek_mode)),
 		UDPFastFlows:       uint64(s.udp_fast_flows),
 		UDPFastDropped:     uint64(s.udp_fast_dropped),
+
+		TCPForwardAccepted:    uint64(s.tcp_forward_accepted),
+		TCPForwardRefused:     uint64(s.tcp_forward_refused),
+		TCPForwardFull:        uint64(s.tcp_forward_full),
+		TCPForwardRateLimited: uint64(s.tcp_forward_rate_limited),
+		TCPForwardFlows:       uint64(s.tcp_forward_flows),
+		UDPForwardClients:     uint64(s.udp_forward_clients),
+		UDPForwardAdmitted:    uint64(s.udp_forward_admitted),
+		UDPForwardRateLimited: uint64(s.udp_forward_rate_limited),
+		UDPForwardEvicted:     uint64(s.udp_forward_evicted),
+		UDPForwardFull:        uint64(s.udp_forward_full),
 	}, nil
 }
 

@@ -35,6 +35,20 @@ struct Stats {
     // send failed; flows refused at the limits count in flows_refused and
     // flows_rate_limited instead.
     std::atomic<uint64_t> udp_fast_dropped{0};
+    // Published ports' clients (1.7), counted apart from the guest's
+    // flows: TCP connections accepted, refused (all reasons), refused at
+    // a cap, refused over the rate, open now (a gauge); UDP clients now (a
+    // gauge), admitted, over the rate, evicted, refused for want of room.
+    std::atomic<uint64_t> tcp_forward_accepted{0};
+    std::atomic<uint64_t> tcp_forward_refused{0};
+    std::atomic<uint64_t> tcp_forward_full{0};
+    std::atomic<uint64_t> tcp_forward_rate_limited{0};
+    std::atomic<uint64_t> tcp_forward_flows{0};
+    std::atomic<uint64_t> udp_forward_clients{0};
+    std::atomic<uint64_t> udp_forward_admitted{0};
+    std::atomic<uint64_t> udp_forward_rate_limited{0};
+    std::atomic<uint64_t> udp_forward_evicted{0};
+    std::atomic<uint64_t> udp_forward_full{0};
 
     static void add(std::atomic<uint64_t> &c, uint64_t n) {
         c.fetch_add(n, std::memory_order_relaxed);

@@ -131,6 +131,7 @@ TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(RKNP_STATS_SIZE_1_2 < RKNP_STATS_SIZE_1_3);
     CHECK(RKNP_STATS_SIZE_1_3 < RKNP_STATS_SIZE_1_4);
     CHECK(RKNP_STATS_SIZE_1_4 < RKNP_STATS_SIZE_1_5);
+    CHECK(RKNP_STATS_SIZE_1_5 < RKNP_STATS_SIZE_1_7);
     // From 1.4 a minor's sizeof is its frozen size, beyond every older
     // header's sizeof (which included tail padding).
     CHECK(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
@@ -143,7 +144,8 @@ TEST_CASE("the frozen sizes grow with each minor and the table says so") {
     CHECK(header_sizeof<rknp_config>(RKNP_CONFIG_SIZE_1_4) ==
           RKNP_CONFIG_SIZE_1_4);
     CHECK(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
-    CHECK(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_5);
+    CHECK(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_7);
+    CHECK(offsetof(rknp_stats, tcp_forward_accepted) == RKNP_STATS_SIZE_1_5);
     CHECK(offsetof(rknp_stats, tcp_peek_mode) >=
           header_sizeof<rknp_stats>(RKNP_STATS_SIZE_1_3));
     CHECK(header_sizeof<rknp_stats>(RKNP_STATS_SIZE_1_4) ==
@@ -291,7 +293,16 @@ TEST_CASE("output structs: filled up to the caller's size, zeroed beyond ours") 
         REQUIRE(rknp_parent_stats(p, st.get(), nullptr) == RKNP_OK);
         CHECK(st.get()->udp_fast_flows == 0);
         CHECK(st.get()->udp_fast_dropped == 0);
-        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_5));
+        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_5)); // no 1.7 byte written
+    }
+    SUBCASE("rknp_stats at its 1.7 size: the forwards' counters, 0 until started") {
+        Sized<rknp_stats> st(RKNP_STATS_SIZE_1_7);
+        REQUIRE(rknp_parent_stats(p, st.get(), nullptr) == RKNP_OK);
+        CHECK(st.get()->struct_size == RKNP_STATS_SIZE_1_7);
+        CHECK(st.get()->tcp_forward_accepted == 0);
+        CHECK(st.get()->udp_forward_clients == 0);
+        CHECK(st.get()->udp_forward_full == 0);
+        CHECK(st.guards_intact(RKNP_STATS_SIZE_1_7));
     }
     SUBCASE("too small") {
         Sized<rknp_stats> st(8);
@@ -501,7 +512,7 @@ TEST_CASE("an old caller's rknp_network and rknp_stats: its minor's fields, zero
             check_old_output<rknp_network>(frozen, poison, network);
         for (size_t frozen : {RKNP_STATS_SIZE_1_0, RKNP_STATS_SIZE_1_2,
                               RKNP_STATS_SIZE_1_3, RKNP_STATS_SIZE_1_4,
-                              RKNP_STATS_SIZE_1_5})
+                              RKNP_STATS_SIZE_1_5, RKNP_STATS_SIZE_1_7})
             check_old_output<rknp_stats>(frozen, poison, stats);
     }
     rknp_parent_free(p);

@@ -146,7 +146,11 @@ int main(int argc, char **argv) {
                             "refused=%llu merged=%llu superseded=%llu "
                             "flows_refused=%llu flows_rate_limited=%llu "
                             "host_sockets=%llu tcp_fast_flows=%llu "
-                            "udp_fast_flows=%llu udp_fast_dropped=%llu sandbox=%u\n",
+                            "udp_fast_flows=%llu udp_fast_dropped=%llu sandbox=%u "
+                            "tcp_forward_accepted=%llu tcp_forward_refused=%llu "
+                            "tcp_forward_flows=%llu udp_forward_clients=%llu "
+                            "udp_forward_admitted=%llu udp_forward_rate_limited=%llu "
+                            "udp_forward_evicted=%llu udp_forward_full=%llu\n",
                     s.tap_attached, (unsigned long long)s.frames_from_tap,
                     (unsigned long long)s.frames_to_tap,
                     (unsigned long long)s.frames_dropped,
@@ -158,7 +162,15 @@ int main(int argc, char **argv) {
                     (unsigned long long)s.host_sockets,
                     (unsigned long long)s.tcp_fast_flows,
                     (unsigned long long)s.udp_fast_flows,
-                    (unsigned long long)s.udp_fast_dropped, s.sandbox);
+                    (unsigned long long)s.udp_fast_dropped, s.sandbox,
+                    (unsigned long long)s.tcp_forward_accepted,
+                    (unsigned long long)s.tcp_forward_refused,
+                    (unsigned long long)s.tcp_forward_flows,
+                    (unsigned long long)s.udp_forward_clients,
+                    (unsigned long long)s.udp_forward_admitted,
+                    (unsigned long long)s.udp_forward_rate_limited,
+                    (unsigned long long)s.udp_forward_evicted,
+                    (unsigned long long)s.udp_forward_full);
     }
     rknp_parent_close(parent);
     rknp_parent_free(parent);

@@ -86,6 +86,11 @@ TEST_CASE("tcp_forward_limits: a forward's cap and rate refuse with an RST") {
         CHECK(sim.fp->stats().forward_full == 1);
         CHECK(sim.fp->stats().forward_refused == 1);
         CHECK(sim.fp->forward_flows() == 2);
+        rknp::Stats shown; // rknp_stats (1.7)
+        sim.fp->publish(shown);
+        CHECK(shown.tcp_forward_full.load() == 1);
+        CHECK(shown.tcp_forward_refused.load() == 1);
+        CHECK(shown.tcp_forward_flows.load() == 2);
         // A second forward has its own cap.
         uint16_t port2 = free_port();
         REQUIRE(add(sim, port2) == 0);
@@ -113,6 +118,15 @@ TEST_CASE("tcp_forward_limits: a forward's cap and rate refuse with an RST") {
         c[2] = client(port, &p[2]);
         CHECK(pumped_recv_error(sim, c[2]) == ECONNRESET);
         CHECK(sim.fp->stats().forward_rate_limited == 1);
+        // What rknp_stats shows (1.7).
+        rknp::Stats shown;
+        sim.fp->publish(shown);
+        CHECK(shown.tcp_forward_accepted.load() == 3);
+        CHECK(shown.tcp_forward_refused.load() == 1);
+        CHECK(shown.tcp_forward_rate_limited.load() == 1);
+        CHECK(shown.tcp_forward_full.load() == 0);
+        CHECK(shown.tcp_forward_flows.load() == 2);
+        CHECK(shown.flows_rate_limited.load() == 0);
         sim.advance(500);
         uint16_t p3 = 0;
         int c3 = client(port, &p3);

@@ -278,6 +278,15 @@ TEST_CASE("udp_forward: a new client over its forward's rate is dropped, the gue
     CHECK(guest.out.size() == 4);
     CHECK(path.forward_flows() == 3);
     CHECK(asked == 0);
+    // What rknp_stats shows (1.7): the forward's own counters, none of
+    // the guest's.
+    Stats shown;
+    path.publish(shown);
+    CHECK(shown.udp_forward_clients.load() == 3);
+    CHECK(shown.udp_forward_admitted.load() == 3);
+    CHECK(shown.udp_forward_rate_limited.load() == 1);
+    CHECK(shown.udp_forward_evicted.load() == 0);
+    CHECK(shown.flows_rate_limited.load() == 0);
 }
 
 TEST_CASE("udp_forward: a client whose 4-tuple a flow the guest opened has gets another port") {
@@ -421,6 +430,13 @@ TEST_CASE("udp_forward: a spray of clients never takes the guest's flows; the fo
     CHECK(path.forward_flows() == 16);
     CHECK(path.stats().forward_evicted >= 150); // 185 but for ports the kernel gave twice
     CHECK(path.flows() == 0);
+    // rknp_stats (1.7) shows the pool at work: as many admitted as the
+    // 16 places and the evicted make, nothing refused for want of room.
+    path.publish(stats);
+    CHECK(stats.udp_forward_clients.load() == 16);
+    CHECK(stats.udp_forward_evicted.load() == path.stats().forward_evicted);
+    CHECK(stats.udp_forward_admitted.load() == 16 + path.stats().forward_evicted);
+    CHECK(stats.udp_forward_full.load() == 0);
     CHECK(stats.flows_refused.load() == 0);
     CHECK(stats.flows_rate_limited.load() == 0);
     // The answered client still reaches the guest, and the guest it.

@@ -345,6 +345,11 @@ void FastPath::publish(Stats &s) const {
     s.tcp_fast_flows.store(table_.open_flows(), std::memory_order_relaxed);
     s.tcp_fast_retransmits.store(stats_.retransmits + stats_.fast_retransmits,
                                  std::memory_order_relaxed);
+    s.tcp_forward_accepted.store(stats_.forward_accepted, std::memory_order_relaxed);
+    s.tcp_forward_refused.store(stats_.forward_refused, std::memory_order_relaxed);
+    s.tcp_forward_full.store(stats_.forward_full, std::memory_order_relaxed);
+    s.tcp_forward_rate_limited.store(stats_.forward_rate_limited, std::memory_order_relaxed);
+    s.tcp_forward_flows.store(forward_flows(), std::memory_order_relaxed);
 }
 
 } // namespace rknp::tcp

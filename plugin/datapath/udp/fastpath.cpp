@@ -431,6 +431,11 @@ void FastPath::publish(Stats &s) const {
     // the guest's, and not in host_sockets).
     s.udp_fast_flows.store(flows() + forward_flows(), std::memory_order_relaxed);
     s.udp_fast_dropped.store(stats_.dropped_to_host, std::memory_order_relaxed);
+    s.udp_forward_clients.store(forward_flows(), std::memory_order_relaxed);
+    s.udp_forward_admitted.store(stats_.forward_admitted, std::memory_order_relaxed);
+    s.udp_forward_rate_limited.store(stats_.forward_rate_limited, std::memory_order_relaxed);
+    s.udp_forward_evicted.store(stats_.forward_evicted, std::memory_order_relaxed);
+    s.udp_forward_full.store(stats_.forward_full, std::memory_order_relaxed);
 }
 
 } // namespace rknp::udp

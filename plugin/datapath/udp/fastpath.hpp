@@ -98,9 +98,11 @@ struct FastPathStats {
     // MAC was asked for.
     uint64_t forward_datagrams = 0, forward_remapped = 0, forward_clashes = 0;
     uint64_t forward_waiting_mac = 0;
-    // New clients over their forward's rate (dropped), clients evicted for
-    // a new one, and new ones refused for want of room (every client of
-    // the pool an answered one of another forward).
+    // New clients given a place, those over their forward's rate
+    // (dropped), clients evicted for a new one, and new ones refused for
+    // want of room (every client of the pool an answered one of another
+    // forward).
+    uint64_t forward_admitted = 0;
     uint64_t forward_rate_limited = 0, forward_evicted = 0, forward_full = 0;
     uint64_t arp_requests = 0;
 };

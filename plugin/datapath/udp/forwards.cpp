@@ -213,6 +213,7 @@ std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &
     }
     clients_[*idx].segmentation = cfg_.segmentation;
     ++stats_.flows_opened;
+    ++stats_.forward_admitted;
     return idx;
 }
 
