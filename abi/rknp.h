@@ -135,7 +135,10 @@ enum {
     RKNP_ERR_INTERNAL = 8          /* a bug: please report */
 };
 
-/** Opaque error: a status code plus a message. Owned by the caller. */
+/** Opaque error: a status code plus a message. Owned by the caller. When
+ *  the process is out of memory even for the error, a call hands out a
+ *  shared "out of memory" one (code RKNP_ERR_SYSTEM) instead of none;
+ *  rknp_error_free accepts it like any other. */
 typedef struct rknp_error rknp_error;
 
 /** The code of err; RKNP_ERR_INVALID_ARGUMENT if err is NULL.

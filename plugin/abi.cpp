@@ -31,8 +31,19 @@ namespace {
 #define RKNP_VERSION "0.0.0"
 #endif
 
+// The error handed out when not even an rknp_error can be allocated (a
+// process at its RLIMIT_AS or RLIMIT_DATA): the caller still learns why,
+// not an empty message. Never written; rknp_error_free leaves it alone.
+const rknp_error kOutOfMemory{RKNP_ERR_SYSTEM,
+                              "out of memory (no room for the error's own message)"};
+
 rknp_status fail(rknp_error **err, rknp_status code, const std::string &msg) {
-    if (err != nullptr) *err = new (std::nothrow) rknp_error{code, msg};
+    if (err == nullptr) return code;
+    try {
+        *err = new rknp_error{code, msg};
+    } catch (const std::bad_alloc &) {
+        *err = const_cast<rknp_error *>(&kOutOfMemory);
+    }
     return code;
 }
 
@@ -83,7 +94,9 @@ RKNP_API const char *rknp_error_message(const rknp_error *err) {
     return err != nullptr ? err->message.c_str() : "";
 }
 
-RKNP_API void rknp_error_free(rknp_error *err) { delete err; }
+RKNP_API void rknp_error_free(rknp_error *err) {
+    if (err != &kOutOfMemory) delete err;
+}
 
 RKNP_API uint32_t rknp_abi_version(void) { return RKNP_ABI_VERSION; }
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "errors.hpp"
 #include "rknp.h"
@@ -24,9 +25,12 @@ struct ParentFree {
 using ParentPtr = std::unique_ptr<rknp_parent, ParentFree>;
 
 // Throws Failure("what: <rknp message>") unless st is RKNP_OK; takes
-// ownership of err either way.
-inline void check(rknp_status st, rknp_error *err, const std::string &what) {
-    ErrorPtr owned(err);
+// ownership of err either way (and clears it). err by reference: in
+// check(rknp_call(..., &err), err, ...) the arguments are evaluated in no
+// set order, so a copy could be taken before the call fills it (then the
+// message was empty and the error leaked).
+inline void check(rknp_status st, rknp_error *&err, const std::string &what) {
+    ErrorPtr owned(std::exchange(err, nullptr));
     if (st != RKNP_OK)
         throw Failure(what + ": " + rknp_error_message(owned.get()));
 }
