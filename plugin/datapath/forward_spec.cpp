@@ -85,4 +85,8 @@ socklen_t ForwardSpec::host_sockaddr(sockaddr_storage &out) const {
     return sizeof *a;
 }
 
+void ForwardSpec::check_added(int err) const {
+    if (err != 0) throw_errno("forward " + host_side(), err);
+}
+
 } // namespace rknp

@@ -34,6 +34,19 @@ struct ForwardSpec {
     bool same_host_side(const ForwardSpec &o) const;
     // The host side as a socket address; returns its length.
     socklen_t host_sockaddr(sockaddr_storage &out) const;
+    struct HostAddress {
+        sockaddr_storage ss{};
+        socklen_t len = 0;
+        const sockaddr *get() const { return reinterpret_cast<const sockaddr *>(&ss); }
+    };
+    HostAddress host_address() const {
+        HostAddress h;
+        h.len = host_sockaddr(h.ss);
+        return h;
+    }
+    // A path's set-up of this forward returned err (0 or an errno): throws
+    // Error naming the forward unless 0.
+    void check_added(int err) const;
 };
 
 } // namespace rknp

@@ -61,7 +61,7 @@ void TapIo::write_frame(const VnetHdr &h, std::span<const uint8_t> frame,
                         std::span<const uint8_t> rest) {
     // A frame that needs offloads (a partial checksum, GSO) cannot go to a
     // tap without vnet headers: a path's frame while the tap lacks them
-    // (a forward's SYN; forwards_to_slirp moves the forwards away).
+    // (a forward's SYN; the stack loop moves the forwards away).
     if (!tap_ || (!vnet_hdr_ && (h.flags != 0 || h.gso_type != 0))) {
         Stats::add(stats_.frames_dropped, 1);
         return;

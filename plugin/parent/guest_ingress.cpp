@@ -23,16 +23,15 @@ bool is_ipv6_frame(std::span<const uint8_t> frame) {
 } // namespace
 
 GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
-                           FlowLimits &limits, std::vector<Path *> paths,
-                           ToLibslirp to_libslirp)
-    : net_(net), stats_(stats), limits_(limits), paths_(std::move(paths)),
-      to_libslirp_(std::move(to_libslirp)) {
+                           FlowLimits &limits, std::vector<Path *> paths)
+    : net_(net), stats_(stats), limits_(limits), paths_(std::move(paths)) {
     std::erase(paths_, nullptr);
     inet_pton(AF_INET6, kIpv6Prefix, &prefix6_);
 }
 
 GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
                                           bool vnet_hdr, int64_t now_ms) {
+    taken_by_ = nullptr;
     TapFrame tap_frame = split_tap_frame(raw, vnet_hdr);
     if (tap_frame.eth.empty()) {
         Stats::add(stats_.frames_dropped, 1);
@@ -92,7 +91,7 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         frames = o.fragments;
     }
     // The checksum is finished once, before the first path that needs it
-    // (the fast paths never do), and before libslirp.
+    // (the fast paths never do; the echo path and libslirp do).
     bool checksum_done = false;
     auto finish = [&] {
         if (checksum_done) return true;
@@ -104,34 +103,17 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
     for (Path *p : paths_) {
         const Path::Traits t = p->traits();
         if (t.needs_vnet_hdr && !vnet_hdr) continue;
-        if (t.needs_checksum && !finish()) {
-            Stats::add(stats_.frames_dropped, 1);
-            return Outcome::Dropped;
-        }
+        if (t.needs_checksum && !finish()) break;
         const Verdict v = p->guest_frame(frame);
-        if (v == Verdict::Malformed) {
-            Stats::add(stats_.frames_dropped, 1);
-            return Outcome::Dropped;
-        }
-        if (v == Verdict::Consumed) {
-            Stats::add(stats_.frames_from_tap, frames);
-            Stats::add(stats_.bytes_from_tap, frame.size());
-            return Outcome::Path;
-        }
+        if (v == Verdict::NotMine) continue;
+        if (v == Verdict::Malformed) break;
+        taken_by_ = p;
+        Stats::add(stats_.frames_from_tap, frames);
+        Stats::add(stats_.bytes_from_tap, frame.size());
+        return v == Verdict::Refused ? Outcome::Refused : Outcome::Path;
     }
-    if (!finish()) {
-        Stats::add(stats_.frames_dropped, 1);
-        return Outcome::Dropped;
-    }
-    Stats::add(stats_.frames_from_tap, frames);
-    Stats::add(stats_.bytes_from_tap, frame.size());
-    // A frame that would cost libslirp a host socket beyond the limits
-    // never reaches it (counted by FlowLimits, not as a dropped frame).
-    if (!limits_.begin_slirp_input(frame, net_, path_flows(), uint64_t(now_ms), lingering_flows()))
-        return Outcome::Refused;
-    to_libslirp_(frame);
-    limits_.end_slirp_input();
-    return Outcome::Libslirp;
+    Stats::add(stats_.frames_dropped, 1);
+    return Outcome::Dropped;
 }
 
 Admission GuestIngress::admission(FlowLimits::Admit a) {
@@ -147,9 +129,8 @@ Admission GuestIngress::admission(FlowLimits::Admit a) {
 }
 
 Admission GuestIngress::admit_flow(int64_t now_ms, bool lingering) {
-    return lingering ? admission(limits_.admit(path_flows(), uint64_t(now_ms), true,
-                                               lingering_flows()))
-                     : admission(limits_.admit(path_flows(), uint64_t(now_ms)));
+    return admission(limits_.admit(path_flows(), uint64_t(now_ms), lingering,
+                                   lingering_flows()));
 }
 
 size_t GuestIngress::path_flows() const {
@@ -160,8 +141,7 @@ size_t GuestIngress::path_flows() const {
 
 size_t GuestIngress::lingering_flows() const {
     size_t n = 0;
-    for (const Path *p : paths_)
-        if (p->traits().lingering_flows) n += p->flows();
+    for (const Path *p : paths_) n += p->lingering_flows();
     return n;
 }
 

@@ -6,21 +6,20 @@
 // fragments are reassembled (libslirp must never see one), then each path
 // of the list (datapath/path.hpp) gets a look in order: the TCP and UDP
 // fast paths first (their frames never need their checksum finished),
-// then, with the checksum completed and URG cleared, the ICMP echo path;
-// the rest, if FlowLimits admits the host socket it may cost, goes to
-// libslirp.
-// The stack loop and the `frames` fuzz target both run this one chain, so
-// the fuzzer tests what ships. Stack thread only.
+// then, with the checksum completed and URG cleared, the ICMP echo path
+// and libslirp, the catch-all. The stack loop and the `frames` fuzz target
+// both run this one chain, so the fuzzer tests what ships. Stack thread
+// only.
 //
-// It lives in parent/ because it joins the parent's FlowLimits with both
-// backends (datapath/tcp/ and slirp/); datapath/ sits below all of them.
+// It lives in parent/ because it joins the parent's FlowLimits (each
+// path's admission of a new flow) with the paths; datapath/ and slirp/
+// sit below it.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -38,34 +37,32 @@ namespace rknp {
 
 class GuestIngress {
 public:
-    // The last step: one whole, admitted Ethernet frame into libslirp
-    // (SlirpAdapter::input in the stack loop).
-    using ToLibslirp = std::function<void(std::span<const uint8_t> frame)>;
-
     // What became of a frame, for the caller's follow-up (the fast path's
     // output batch to write) and for tests.
     enum class Outcome {
-        Dropped,      // malformed: frames_dropped
+        Dropped,      // malformed, or no path took it: frames_dropped
         Filtered,     // not the guest's to send: frames_dropped and _filtered
         Reassembling, // an IPv4 fragment held (or given up) by the reassembler
-        Path,         // consumed by a path (TCP: its frames() may be due)
+        Path,         // consumed by a path (taken_by() says which)
         Refused,      // over the flow limits (FlowLimits counts it)
-        Libslirp,     // given to libslirp
         Answered,     // an ARP request or a neighbour solicitation for a
                       // neighbour, answered here
     };
 
     // net: the guest's IPv4 network (the IPv6 prefix is kIpv6Prefix).
-    // paths: in ingress order (nullptr entries, paths that are off, are
-    // left out). limits and the paths must outlive this.
+    // paths: in ingress order, the catch-all (libslirp) last (nullptr
+    // entries, paths that are off, are left out). limits and the paths must
+    // outlive this.
     GuestIngress(const Ipv4Cidr &net, Stats &stats, FlowLimits &limits,
-                 std::vector<Path *> paths, ToLibslirp to_libslirp);
+                 std::vector<Path *> paths);
 
     // One frame as read from the tap, changed in place (vnet_hdr: it starts
     // with a virtio-net header; only such a tap carries the fast path's
     // frames). A UDP GSO super-frame goes on as the datagrams it stands
     // for. now_ms: the monotonic clock, for reassembly and admission.
     Outcome input(std::span<uint8_t> raw, bool vnet_hdr, int64_t now_ms);
+    // The path that consumed or refused the last frame, else nullptr.
+    const Path *taken_by() const { return taken_by_; }
 
     // One more path, offered frames after those before it (nullptr: off,
     // left out).
@@ -110,7 +107,7 @@ private:
     Stats &stats_;
     FlowLimits &limits_;
     std::vector<Path *> paths_;
-    ToLibslirp to_libslirp_;
+    const Path *taken_by_ = nullptr;
     GuestSink *neighbours_ = nullptr;
     std::array<uint8_t, 42> arp_reply_{};
     NdpNetwork ndp_;

@@ -19,7 +19,7 @@
 #include "common/error.hpp"
 #include "handover/child_setup.hpp"
 #include "handover/server.hpp"
-#include "parent/no_throw.hpp"
+#include "common/no_throw.hpp"
 #include "common/thread_signals.hpp"
 #include "parent/sandbox.hpp"
 #include "slirp/adapter.hpp"
@@ -274,22 +274,21 @@ void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
 uint32_t Parent::add_forward(const rknp_forward &f) {
     ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr);
     uint32_t id = 0;
-    bool fast = false;
+    const char *path = nullptr;
     {
         std::lock_guard lock(fwd_mu_);
         // Before the duplicate check: a closed parent's table is stale.
         if (!started_.load() || stop_.load())
             throw Error(RKNP_ERR_STATE, "parent is not running");
         fwds_.check_new(spec);
-        on_stack([&](StackLoop &loop) { fast = loop.add_forward(spec); });
+        on_stack([&](StackLoop &loop) { path = loop.add_forward(spec); });
         id = fwds_.insert(spec);
     }
     // Logged once fwd_mu_ is released: the callback runs on this thread and
     // may list, add or remove forwards itself (rknp.h, rknp_log_fn).
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
                      " -> " + format_ipv4(spec.guest) + ":" +
-                     std::to_string(spec.guest_port) +
-                     (fast ? (spec.udp ? " (UDP fast path)" : " (TCP fast path)") : ""));
+                     std::to_string(spec.guest_port) + " (" + path + ")");
     return id;
 }
 

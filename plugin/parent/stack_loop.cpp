@@ -11,12 +11,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/resolv_conf.hpp"
 #include "datapath/offload.hpp"
+#include "datapath/icmp/echo_path.hpp"
+#include "datapath/tcp/fastpath.hpp"
+#include "datapath/udp/fastpath.hpp"
 #include "handover/server.hpp"
+#include "slirp/adapter.hpp"
 
 namespace rknp {
 
@@ -104,11 +109,7 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
       events_(make_event_set()), loop_events_(events_.get(), EventOwner::Loop),
       net_(virtual_net(cfg)), limits_(cfg.max_flows, cfg.max_new_flows_per_sec, stats,
               uint64_t(monotonic_ms())),
-      fast_(make_fast_path()), udp_fast_(make_udp_fast_path()), echo_(make_echo_path()),
-      paths_(make_paths()),
-      slirp_(cfg, tap_, coalescer_, polls_, limits_.sockets()),
-      ingress_(cfg.cidr, stats, limits_, paths_,
-               [this](std::span<const uint8_t> frame) { slirp_.input(frame); }) {
+      paths_(make_paths()), ingress_(cfg.cidr, stats, limits_, path_list()) {
     if (cfg_.ipv6_host)
         ingress_.set_ipv6_host(NdpNetwork{cfg_.ipv6_host->prefix, *cfg_.ipv6_address,
                                           cfg_.ipv6_host->gateway},
@@ -120,31 +121,38 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
             cfg_.logger.warn("no IPv4 nameserver in /etc/resolv.conf: DNS to " +
                              format_ipv4(cfg_.cidr.dns()) + " is refused");
     }
-    if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0 ||
-        loop_events_.add(polls_.fd(), EPOLLIN, kSlirpRef) < 0)
-        throw_errno("stack loop: epoll_ctl");
+    if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0) throw_errno("stack loop: epoll_ctl");
+    // The sets paths keep of their own (libslirp's) are waited on too.
+    for (size_t i = 0; i < paths_.size(); ++i)
+        if (const int fd = paths_[i]->own_set_fd();
+            fd >= 0 && loop_events_.add(fd, EPOLLIN, kPathSetRef + i) < 0)
+            throw_errno("stack loop: epoll_ctl");
 }
 
-std::unique_ptr<icmp::EchoPath> StackLoop::make_echo_path() {
-    icmp::EchoConfig ec = icmp::echo_config_from(net_, cfg_.mtu);
-    ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
-    ec.admit_entry = [this] {
-        return ingress_.admit_flow(now_ms_, true) == Admission::Accept;
-    };
-    ec.clock = [this] { return now_ms_; };
-    ec.shared_epoll_fd = events_.get();
-    auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
-    cfg_.logger.info(echo->description());
-    if (!echo->enabled()) return nullptr;
-    return echo;
+std::vector<std::unique_ptr<Path>> StackLoop::make_paths() {
+    // Ingress order: TCP and UDP (no checksum needed), then echo, then
+    // libslirp, which takes every frame and forward the others leave.
+    std::vector<std::unique_ptr<Path>> paths;
+    for (auto make : {&StackLoop::make_tcp_path, &StackLoop::make_udp_path,
+                      &StackLoop::make_echo_path, &StackLoop::make_slirp_path})
+        if (std::unique_ptr<Path> p = (this->*make)()) paths.push_back(std::move(p));
+    return paths;
 }
 
-std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
+std::vector<Path *> StackLoop::path_list() const {
+    std::vector<Path *> list;
+    for (const std::unique_ptr<Path> &p : paths_) list.push_back(p.get());
+    return list;
+}
+
+// The makers run before ingress_ exists: their admission callbacks are
+// called only once frames or connections come, after the constructor.
+
+std::unique_ptr<Path> StackLoop::make_tcp_path() {
     if (!cfg_.tcp_fast_path) return nullptr;
     tcp::FastPathConfig fc = fast_path_config(cfg_, net_);
-    // Called for guest SYNs only once ingress_ exists; connections accepted
-    // on forwarded ports have bounds of their own.
-    fc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, false); };
+    // Connections accepted on forwarded ports have bounds of their own.
+    fc.admit_flow = [this] { return admit_flow(false); };
     fc.forward_flows = forwarded_flows(cfg_.max_flows);
     fc.forward_flows_each = std::max<size_t>(fc.forward_flows / 2, 1);
     fc.forward_new_per_sec = cfg_.max_new_flows_per_sec;
@@ -163,15 +171,15 @@ std::unique_ptr<tcp::FastPath> StackLoop::make_fast_path() {
     return fast;
 }
 
-std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
+std::unique_ptr<Path> StackLoop::make_udp_path() {
     if (!cfg_.udp_fast_path) return nullptr;
     udp::FastPathConfig uc;
     static_cast<VirtualNet &>(uc) = net_;
     uc.max_flows = cfg_.max_flows;
     uc.mtu = cfg_.mtu;
-    // Called for a guest datagram on a new 4-tuple, only once ingress_
-    // exists; never for a forward's clients, which have their own pool.
-    uc.admit_flow = [this] { return ingress_.admit_flow(now_ms_, true); };
+    // For a guest datagram on a new 4-tuple; never for a forward's
+    // clients, which have their own pool.
+    uc.admit_flow = [this] { return admit_flow(true); };
     uc.forward_clients = forwarded_flows(cfg_.max_flows);
     uc.forward_clients_each = std::max<size_t>(uc.forward_clients / 2, 1);
     uc.forward_new_per_sec = cfg_.max_new_flows_per_sec;
@@ -180,13 +188,21 @@ std::unique_ptr<udp::FastPath> StackLoop::make_udp_fast_path() {
     return std::make_unique<udp::FastPath>(std::move(uc), tap_);
 }
 
-std::vector<Path *> StackLoop::make_paths() {
-    // Ingress order: TCP and UDP (no checksum needed), then echo.
-    std::vector<Path *> paths;
-    for (Path *p : {static_cast<Path *>(fast_.get()), static_cast<Path *>(udp_fast_.get()),
-                    static_cast<Path *>(echo_.get())})
-        if (p) paths.push_back(p);
-    return paths;
+std::unique_ptr<Path> StackLoop::make_echo_path() {
+    icmp::EchoConfig ec = icmp::echo_config_from(net_, cfg_.mtu);
+    ec.max_entries = std::clamp<size_t>(cfg_.max_flows / 2, 1, 1024);
+    ec.admit_entry = [this] { return admit_flow(true) == Admission::Accept; };
+    ec.clock = [this] { return now_ms_; };
+    ec.shared_epoll_fd = events_.get();
+    auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
+    cfg_.logger.info(echo->description());
+    if (!echo->enabled()) return nullptr;
+    return echo;
+}
+
+std::unique_ptr<Path> StackLoop::make_slirp_path() {
+    return std::make_unique<SlirpAdapter>(cfg_, tap_, coalescer_, polls_,
+                                          [this](bool lingering) { return admit_flow(lingering); });
 }
 
 StackLoop::RoundEvents StackLoop::take_events(int timeout_ms, int &n) {
@@ -215,9 +231,8 @@ void StackLoop::unwatch_tap() {
 }
 
 void StackLoop::publish_stats() {
-    const size_t fast_flows = ingress_.path_flows();
-    stats_.host_sockets.store(limits_.host_sockets(fast_flows),
-                              std::memory_order_relaxed);
+    const size_t flows = ingress_.path_flows();
+    stats_.host_sockets.store(flows, std::memory_order_relaxed);
     uint64_t refused = stats_.flows_refused.load(std::memory_order_relaxed);
     uint64_t limited = stats_.flows_rate_limited.load(std::memory_order_relaxed);
     if (refused + limited != logged_refused_ + logged_rate_limited_) {
@@ -232,27 +247,23 @@ void StackLoop::publish_stats() {
                 std::to_string(cfg_.max_new_flows_per_sec) + " (totals " +
                 std::to_string(refused) + ", " + std::to_string(limited) +
                 "; host sockets now " +
-                std::to_string(limits_.host_sockets(fast_flows)) + ")");
+                std::to_string(flows) + ")");
             logged_refused_ = refused;
             logged_rate_limited_ = limited;
             refusal_logged_ms_ = now;
         }
     }
-    for (const Path *p : paths_) p->publish(stats_);
+    for (const std::unique_ptr<Path> &p : paths_) p->publish(stats_);
 }
 
 void StackLoop::adopt_tap(handover::Accepted &&a) {
     unwatch_tap();
     tap_.attach(std::move(a.tap), a.vnet_hdr);
     watch_tap();
-    if (!a.vnet_hdr) forwards_to_slirp();
-    if (udp_fast_ && a.vnet_hdr) {
-        const bool gso = tap_.takes_udp_gso();
-        udp_fast_->set_guest_gso(gso);
-        cfg_.logger.info(gso ? "UDP fast path: datagrams the host socket coalesced reach "
-                               "the guest as one GSO frame (the tap takes UDP GSO)"
-                             : "UDP fast path: one frame a datagram to the guest (the tap "
-                               "takes no UDP GSO frames: Linux before 6.2)");
+    if (!a.vnet_hdr) move_forwards_off_vnet_paths();
+    for (const std::unique_ptr<Path> &p : paths_) {
+        const std::string line = p->tap_attached(tap_);
+        if (!line.empty()) cfg_.logger.info(line);
     }
     stats_.tap_attached.store(true);
     cfg_.logger.info("tap \"" + a.ifname + "\" attached" +
@@ -337,16 +348,16 @@ void StackLoop::detach_tap(const std::string &why) {
     tap_.detach();
     // Path flows would stay open (idle ones for ever) with nobody behind
     // them: reset their host sides now.
-    for (Path *p : paths_) p->tap_detached();
+    for (const std::unique_ptr<Path> &p : paths_) p->tap_detached();
 }
 
 void StackLoop::drain_tap(int budget) {
     // What the paths queued (the UDP fast path's guest datagrams) goes out
     // once the reads stop, and the next reads' first one goes out at once.
     struct EndOfInput {
-        const std::vector<Path *> &paths;
+        const std::vector<std::unique_ptr<Path>> &paths;
         ~EndOfInput() {
-            for (Path *p : paths) p->end_of_input();
+            for (const std::unique_ptr<Path> &p : paths) p->end_of_input();
         }
     } end_of_input{paths_};
     for (int i = 0; i < budget && tap_.attached(); ++i) {
@@ -376,13 +387,13 @@ void StackLoop::run() {
         // The timeouts count from now; after the wait the round reads the
         // clock once more.
         now_ms_ = monotonic_ms();
-        polls_.begin();
-        slirp_.fill(timeout, now_ms_);
-        polls_.end();
         auto sooner = [&timeout](int64_t next) {
             if (next >= 0 && uint64_t(next) < timeout) timeout = uint32_t(next);
         };
-        for (const Path *p : paths_) sooner(p->ms_until_next_timer(now_ms_));
+        for (const std::unique_ptr<Path> &p : paths_) {
+            p->before_wait(timeout);
+            sooner(p->ms_until_next_timer(now_ms_));
+        }
         sooner(handover_.ms_until_deadline(now_ms_));
 
         // Host sockets first, with this round's results, before tap input
@@ -407,14 +418,14 @@ void StackLoop::run() {
             cfg_.logger.error(std::string("stack loop: wait: ") + std::strerror(errno));
             return;
         }
-        // libslirp's sockets, when its set said some are ready.
-        bool slirp_error = n < 0;
-        if (has_ref(events.of(EventOwner::Loop), kSlirpRef) && polls_.collect() < 0)
-            slirp_error = true;
-        slirp_.poll(slirp_error);
-        for (Path *p : paths_) {
-            const std::span<const epoll_event> evs = events.of(p->event_owner());
-            bool &before = ready_before_[size_t(p->event_owner())];
+        // Sockets in sets of their own (libslirp's), when the set is ready.
+        for (size_t i = 0; i < paths_.size(); ++i)
+            paths_[i]->after_wait(has_ref(events.of(EventOwner::Loop), kPathSetRef + i), n < 0);
+        for (const std::unique_ptr<Path> &p : paths_) {
+            const std::optional<EventOwner> owner = p->event_owner();
+            if (!owner) continue;
+            const std::span<const epoll_event> evs = events.of(*owner);
+            bool &before = ready_before_[size_t(*owner)];
             if (!evs.empty()) p->handle_events(evs, before);
             before = !evs.empty();
         }
@@ -426,8 +437,7 @@ void StackLoop::run() {
         const bool tap_ready = has_ref(events.of(EventOwner::Loop), kTapRef);
         if (tap_ready) drain_tap(tap_ready_before_ ? kTapBudget : 1);
         tap_ready_before_ = tap_ready;
-        slirp_.run_timers(now_ms_);
-        for (Path *p : paths_) p->run_timers(now_ms_);
+        for (const std::unique_ptr<Path> &p : paths_) p->run_timers(now_ms_);
         if (has_ref(events.of(EventOwner::Loop), kWakeRef)) {
             uint64_t v;
             (void)!::read(wake_fd_, &v, sizeof v);
@@ -439,64 +449,75 @@ void StackLoop::run() {
     }
 }
 
-// Forwards: which path takes each one (the TCP or UDP fast path, or
-// libslirp), their removal, and their move to libslirp when the tap turns
-// out to have no vnet headers.
+// Forwards: which path takes each one, their removal, and their move off
+// the fast paths when the tap turns out to have no vnet headers.
 
-bool StackLoop::add_forward(const ForwardSpec &f) {
-    const bool have_path = f.udp ? udp_fast_ != nullptr : fast_ != nullptr;
-    if (!have_path || (tap_.attached() && !tap_.vnet_hdr())) {
-        slirp_.add_forward(f);
-        if (f.udp && udp_fast_) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
-        return false;
-    }
-    sockaddr_storage ss;
-    socklen_t len = f.host_sockaddr(ss);
-    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
-    int err = f.udp ? udp_fast_->add_forward(host, len, f.guest, f.guest_port)
-                    : fast_->add_forward(host, len, f.guest, f.guest_port);
-    if (err != 0) throw_errno("forward " + f.host_side(), err);
-    fast_forwards_.push_back(f);
-    return true;
+bool StackLoop::tap_carries(const Path &p) const {
+    return !(p.traits().needs_vnet_hdr && tap_.attached() && !tap_.vnet_hdr());
 }
 
-void StackLoop::remove_fast_forward(const ForwardSpec &f) {
-    sockaddr_storage ss;
-    socklen_t len = f.host_sockaddr(ss);
-    const sockaddr *host = reinterpret_cast<sockaddr *>(&ss);
-    if (f.udp)
-        udp_fast_->remove_forward(host, len);
-    else
-        fast_->remove_forward(host, len);
+Path *StackLoop::path_for(const ForwardSpec &f) const {
+    for (const std::unique_ptr<Path> &p : paths_)
+        if (p->carries(f) && tap_carries(*p)) return p.get();
+    return nullptr;
+}
+
+void StackLoop::tell_paths_before(const Path *taker, const ForwardSpec &f, bool taken) {
+    for (const std::unique_ptr<Path> &p : paths_) {
+        if (p.get() == taker) return;
+        p->forward_behind(f, taken);
+    }
+}
+
+const char *StackLoop::add_forward(const ForwardSpec &f) {
+    Path *p = path_for(f);
+    // libslirp, last, carries every forward.
+    if (p == nullptr) throw Error(RKNP_ERR_INTERNAL, "no path for forward " + f.host_side());
+    p->add_forward(f);
+    tell_paths_before(p, f, true);
+    forwards_.push_back({f, p});
+    return p->name();
 }
 
 void StackLoop::remove_forward(const ForwardSpec &f) {
-    for (auto it = fast_forwards_.begin(); it != fast_forwards_.end(); ++it) {
-        if (!it->same_host_side(f)) continue;
-        remove_fast_forward(*it);
-        fast_forwards_.erase(it);
+    for (auto it = forwards_.begin(); it != forwards_.end(); ++it) {
+        if (!it->spec.same_host_side(f)) continue;
+        const HeldForward held = *it;
+        held.path->remove_forward(held.spec); // libslirp's may throw: kept
+        forwards_.erase(it);
+        tell_paths_before(held.path, held.spec, false);
         return;
     }
-    slirp_.remove_forward(f);
-    if (f.udp && udp_fast_) udp_fast_->release_to_fast_path(f.guest, f.guest_port);
+    throw Error(RKNP_ERR_INTERNAL, "lost forward " + f.host_side());
 }
 
-void StackLoop::forwards_to_slirp() {
-    for (const ForwardSpec &f : fast_forwards_) {
-        remove_fast_forward(f);
+void StackLoop::move_forwards_off_vnet_paths() {
+    for (auto it = forwards_.begin(); it != forwards_.end();) {
+        if (tap_carries(*it->path)) {
+            ++it;
+            continue;
+        }
+        const ForwardSpec f = it->spec;
+        it->path->remove_forward(f);
+        tell_paths_before(it->path, f, false);
+        Path *next = path_for(f);
         try {
-            slirp_.add_forward(f);
-            // Should a tap with vnet headers follow, the UDP fast path must
-            // still leave this forward's guest end to libslirp.
-            if (f.udp) udp_fast_->keep_for_libslirp(f.guest, f.guest_port);
-            cfg_.logger.info("forward " + f.host_side() +
-                             " moved to libslirp: the tap has no vnet headers");
+            if (next == nullptr) throw Error(RKNP_ERR_INTERNAL, "no path for forward " + f.host_side());
+            next->add_forward(f);
+            // Should a tap with vnet headers follow, the paths before
+            // (the UDP fast path) must still leave its guest end to it.
+            tell_paths_before(next, f, true);
+            it->path = next;
+            ++it;
+            cfg_.logger.info("forward " + f.host_side() + " moved to " + next->name() +
+                             ": the tap has no vnet headers");
         } catch (const Error &e) {
-            cfg_.logger.error(std::string(e.what()) + " (moving it to libslirp: "
-                              "the tap has no vnet headers)");
+            cfg_.logger.error(std::string(e.what()) + " (moving it to " +
+                              (next ? next->name() : "another path") +
+                              ": the tap has no vnet headers)");
+            it = forwards_.erase(it);
         }
     }
-    fast_forwards_.clear();
 }
 
 } // namespace rknp

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The stack thread's event loop: one epoll set holds the wake-up
-// eventfd, the tap, the TCP and UDP fast paths' and the ICMP echo
-// path's host sockets (EventSource) and libslirp's own epoll set
-// (PollSet); a round waits in epoll_wait on it, or, while the hand-over
-// socket is open, in one poll over the hand-over's fds and the set. Guest
-// frames go through
-// GuestIngress (filter, reassembly, TCP | UDP fast path | echo path |
-// libslirp), libslirp's replies -> coalescer -> tap, the fast paths'
-// straight to the tap. Everything in here runs on the one stack thread; other threads only
-// touch the atomic Stats, the TaskQueue and the wake-up eventfd.
+// The stack thread's event loop over one list of paths (datapath/path.hpp,
+// in ingress order: TCP fast path, UDP fast path, ICMP echo path, libslirp
+// last as the catch-all). One epoll set holds the wake-up eventfd, the tap,
+// the paths' host sockets (EventSource) and the sets of paths that keep
+// their own (libslirp's PollSet); a round waits in epoll_wait on it, or,
+// while the hand-over socket is open, in one poll over the hand-over's fds
+// and the set. Guest frames go through GuestIngress along the list; every
+// path writes its frames to the tap (libslirp's through the coalescer).
+// Forwards, timers, the tap's coming and going and the counters reach the
+// paths through the same list. Everything in here runs on the one stack
+// thread; other threads only touch the atomic Stats, the TaskQueue and the
+// wake-up eventfd.
 #pragma once
 
 #include <poll.h>
@@ -30,16 +32,15 @@
 #include "common/stats.hpp"
 #include "datapath/coalescer.hpp"
 #include "datapath/event_source.hpp"
-#include "datapath/icmp/echo_path.hpp"
+#include "datapath/flows/route.hpp"
+#include "datapath/forward_spec.hpp"
+#include "datapath/path.hpp"
 #include "datapath/tap_io.hpp"
-#include "datapath/tcp/fastpath.hpp"
-#include "datapath/udp/fastpath.hpp"
 #include "handover/server.hpp"
 #include "parent/flow_limits.hpp"
 #include "parent/guest_ingress.hpp"
-#include "slirp/poll_set.hpp"
-#include "slirp/adapter.hpp"
 #include "parent/task_queue.hpp"
+#include "slirp/poll_set.hpp"
 
 namespace rknp {
 
@@ -52,12 +53,12 @@ public:
     // Runs until stop is set (and wake_fd signalled).
     void run();
 
-    // Forwards, for tasks run on the stack thread; throw Error. TCP
-    // forwards go to the TCP fast path when it is on, UDP ones to the UDP
-    // fast path when it is on (and the tap, once attached, has vnet
-    // headers), the rest to libslirp. add_forward says whether a fast
-    // path took it.
-    bool add_forward(const ForwardSpec &f);
+    // Forwards, for tasks run on the stack thread; throw Error. The first
+    // path of the list that carries the forward takes it (TCP and UDP
+    // forwards their fast paths, when on and the tap, once attached, has
+    // vnet headers; the rest libslirp). add_forward returns that path's
+    // name.
+    const char *add_forward(const ForwardSpec &f);
     void remove_forward(const ForwardSpec &f);
 
 private:
@@ -74,17 +75,23 @@ private:
     // Reads and handles up to budget frames, fewer if the tap runs dry.
     void drain_tap(int budget);
     void detach_tap(const std::string &why);
+    // The paths that are on, in ingress order: one line and one maker
+    // each.
+    std::vector<std::unique_ptr<Path>> make_paths();
     // With cfg.tcp_fast_path, else nullptr; logs the peek mode and sets
     // Stats::tcp_peek_mode. Throws Error(RKNP_ERR_UNSUPPORTED) for
     // tcp_peek_mode offset on a kernel without SO_PEEK_OFF for TCP.
-    std::unique_ptr<tcp::FastPath> make_fast_path();
+    std::unique_ptr<Path> make_tcp_path();
     // With cfg.udp_fast_path, else nullptr.
-    std::unique_ptr<udp::FastPath> make_udp_fast_path();
+    std::unique_ptr<Path> make_udp_path();
     // Logs which path carries ICMP echo; nullptr when ping sockets are
     // refused (libslirp's then).
-    std::unique_ptr<icmp::EchoPath> make_echo_path();
-    // The paths that are on, in ingress order.
-    std::vector<Path *> make_paths();
+    std::unique_ptr<Path> make_echo_path();
+    // libslirp, the catch-all; throws Error.
+    std::unique_ptr<Path> make_slirp_path();
+    // A path's admission of a new flow (GuestIngress::admit_flow).
+    Admission admit_flow(bool lingering) { return ingress_.admit_flow(now_ms_, lingering); }
+    std::vector<Path *> path_list() const;
     // This round's events of the shared set, split by owner (a span of
     // round_events_ each, in the order epoll_wait gave them).
     struct RoundEvents {
@@ -98,13 +105,18 @@ private:
     // watch_tap detaches the tap and throws Error if epoll_ctl fails.
     void watch_tap();
     void unwatch_tap();
-    // Gauges and the fast path's counters into Stats, once a round; a
+    // Gauges and the paths' counters into Stats, once a round; a
     // warning when flows were refused (at most every kRefusalLogMs).
     void publish_stats();
+    // The path that takes f now: the first that carries it and that the
+    // tap (if attached) can carry.
+    Path *path_for(const ForwardSpec &f) const;
+    bool tap_carries(const Path &p) const;
+    // Tells the paths before p that p took (or gave up) f.
+    void tell_paths_before(const Path *p, const ForwardSpec &f, bool taken);
     // A tap without vnet headers cannot carry the fast paths' frames:
-    // their forwards move to libslirp.
-    void forwards_to_slirp();
-    void remove_fast_forward(const ForwardSpec &f);
+    // their forwards move to the next path that carries them (libslirp).
+    void move_forwards_off_vnet_paths();
 
     const ParentConfig &cfg_;
     handover::Server handover_;
@@ -125,7 +137,8 @@ private:
     // The shared epoll set; before the paths, which register with it.
     UniqueFd events_;
     EventSource loop_events_; // the loop's own share: the wake-up, the tap
-    static constexpr uint64_t kWakeRef = 0, kTapRef = 1, kSlirpRef = 2;
+    // kPathSetRef + i: the set of its own of paths_[i] (own_set_fd).
+    static constexpr uint64_t kWakeRef = 0, kTapRef = 1, kPathSetRef = 2;
     static constexpr int kMaxEvents = 256;
     std::array<epoll_event, kMaxEvents> waited_{}, round_events_{};
     // The round's clock: read before the wait (for its timeout) and once
@@ -135,7 +148,7 @@ private:
     // The networks as the paths see them, made once (in pasta's model it
     // reads the host's resolv.conf).
     const VirtualNet net_;
-    FlowLimits limits_;  // before slirp_ and fast_, which point at it
+    FlowLimits limits_;  // before the paths, which point at it
     uint64_t logged_refused_ = 0, logged_rate_limited_ = 0;
     int64_t refusal_logged_ms_ = 0;
     // Refused hand-over peers: anyone who can reach the socket decides how
@@ -146,17 +159,15 @@ private:
     static constexpr int64_t kHandoverLogPeriodMs = 60000;
     LogLimiter handover_log_{kHandoverLogBurst, kHandoverLogPeriodMs};
     bool handover_log_muted_ = false;
-    // Only with cfg.tcp_fast_path; used once the tap has vnet headers.
-    std::unique_ptr<tcp::FastPath> fast_;
-    // The forwards fast_ (TCP) and udp_fast_ (UDP) listen for.
-    std::vector<ForwardSpec> fast_forwards_;
-    // Only with cfg.udp_fast_path; used once the tap has vnet headers.
-    std::unique_ptr<udp::FastPath> udp_fast_;
-    std::unique_ptr<icmp::EchoPath> echo_; // writes to tap_
-    // The paths above that are on, in ingress order: what the loop and
-    // GuestIngress loop over.
-    std::vector<Path *> paths_;
-    SlirpAdapter slirp_; // points at the above
+    // The paths that are on, in ingress order, libslirp last: what the
+    // loop and GuestIngress loop over. They write to tap_.
+    std::vector<std::unique_ptr<Path>> paths_;
+    // Every forward and the path that took it.
+    struct HeldForward {
+        ForwardSpec spec;
+        Path *path;
+    };
+    std::vector<HeldForward> forwards_;
     GuestIngress ingress_; // last: destroyed first, points at all of them
 };
 

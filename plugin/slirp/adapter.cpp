@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The libslirp configuration, callbacks and host forwards.
+// The libslirp configuration, callbacks, guest frames and host forwards.
 #include "slirp/adapter.hpp"
 
 #include <arpa/inet.h>
@@ -9,10 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
-#include "parent/no_throw.hpp"
+#include "common/no_throw.hpp"
 
 namespace rknp {
 
@@ -84,11 +85,11 @@ struct SlirpCallbacks {
         if (flags >= 0 && !(flags & FD_CLOEXEC))
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
         self(o).polls_.forget(fd);
-        self(o).sockets_.on_register(fd);
+        self(o).gate_.sockets().on_register(fd);
     }
     static void unregister_poll_fd(int fd, void *o) noexcept {
         self(o).polls_.forget(fd);
-        self(o).sockets_.on_unregister(fd);
+        self(o).gate_.sockets().on_unregister(fd);
     }
     static void notify(void *) noexcept {}
     static int add_poll(int fd, int events, void *o) noexcept {
@@ -115,17 +116,6 @@ const SlirpCb kCallbacks = {
     .init_completed = nullptr,
     .timer_new_opaque = nullptr,
 };
-
-struct HostAddr {
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-};
-
-HostAddr host_sockaddr(const ForwardSpec &f) {
-    HostAddr h;
-    h.len = f.host_sockaddr(h.ss);
-    return h;
-}
 
 int forward_flags(const ForwardSpec &f) {
     // V6ONLY: "::" must not also claim the IPv4 port (a separate forward).
@@ -174,9 +164,9 @@ std::string libslirp_bug_warning(std::string_view version) {
 
 SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
                            Coalescer &coalescer, PollSet &polls,
-                           GuestSockets &sockets)
+                           SlirpFlowGate::AdmitFlow admit)
     : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls),
-      sockets_(sockets) {
+      gate_(cfg.cidr, cfg.max_flows, std::move(admit)) {
     if (libslirp_has_reass_loop(slirp_version_string()))
         wrap_guard_ = std::make_unique<ReassWrapGuard>();
     SlirpConfig sc{};
@@ -232,6 +222,15 @@ void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
         tap_.write_frame({}, frame, {}); // straight from libslirp's buffer
 }
 
+Verdict SlirpAdapter::guest_frame(std::span<const uint8_t> frame) {
+    // A frame that would cost libslirp a host socket beyond the limits
+    // never reaches it (counted by FlowLimits, not as a dropped frame).
+    if (!gate_.begin(frame)) return Verdict::Refused;
+    input(frame);
+    gate_.end();
+    return Verdict::Consumed;
+}
+
 void SlirpAdapter::input(std::span<const uint8_t> frame) {
     if (wrap_guard_ && !wrap_guard_->allow(frame)) {
         tap_.drop_frame();
@@ -240,18 +239,20 @@ void SlirpAdapter::input(std::span<const uint8_t> frame) {
     slirp_input(slirp_, frame.data(), int(frame.size()));
 }
 
-void SlirpAdapter::fill(uint32_t &timeout_ms, int64_t now_ms) {
+void SlirpAdapter::before_wait(uint32_t &timeout_ms) {
+    polls_.begin();
     slirp_pollfds_fill(slirp_, &timeout_ms, SlirpCallbacks::add_poll, this);
-    int64_t next = timers_.ms_until_next(now_ms);
-    if (next >= 0 && uint64_t(next) < timeout_ms) timeout_ms = uint32_t(next);
+    polls_.end();
 }
 
-void SlirpAdapter::poll(bool error) {
+void SlirpAdapter::after_wait(bool ready, bool wait_failed) {
+    // Which of its sockets are ready, when its set said some are.
+    const bool error = wait_failed || (ready && polls_.collect() < 0);
     slirp_pollfds_poll(slirp_, error, SlirpCallbacks::get_revents, this);
 }
 
 void SlirpAdapter::add_forward(const ForwardSpec &f) {
-    HostAddr h = host_sockaddr(f);
+    ForwardSpec::HostAddress h = f.host_address();
     sockaddr_in g{};
     g.sin_family = AF_INET;
     g.sin_addr = in4(f.guest);
@@ -264,7 +265,7 @@ void SlirpAdapter::add_forward(const ForwardSpec &f) {
 }
 
 void SlirpAdapter::remove_forward(const ForwardSpec &f) {
-    HostAddr h = host_sockaddr(f);
+    ForwardSpec::HostAddress h = f.host_address();
     if (slirp_remove_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss),
                               h.len, forward_flags(f)) < 0)
         throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " + f.host_side());

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// libslirp in the parent: owns the Slirp instance, the SlirpConfig it is
-// built from and everything that config points to (libslirp keeps the
-// pointers), its timers and its callbacks. Guest-bound frames go to the
-// tap through the Coalescer. Stack thread only: libslirp is not
-// thread-safe.
+// libslirp as the stack loop's last, catch-all path (datapath/path.hpp):
+// owns the Slirp instance, the SlirpConfig it is built from and everything
+// that config points to (libslirp keeps the pointers), its timers, its
+// callbacks and the gate that admits new flows before slirp_input
+// (flow_gate.hpp). Guest-bound frames go to the tap through the Coalescer.
+// Stack thread only: libslirp is not thread-safe.
 #pragma once
 
 #include <netinet/in.h>
@@ -21,7 +22,8 @@
 #include "slirp/reass_wrap_guard.hpp"
 #include "datapath/tap_io.hpp"
 #include "datapath/forward_spec.hpp"
-#include "slirp/guest_sockets.hpp"
+#include "datapath/path.hpp"
+#include "slirp/flow_gate.hpp"
 #include "slirp/poll_set.hpp"
 #include "slirp/queue_drain.hpp"
 #include "slirp/timers.hpp"
@@ -34,40 +36,58 @@ std::string libslirp_bug_warning(std::string_view version);
 // Whether that version has the TCP reassembly-queue loop (before 4.8.0).
 bool libslirp_has_reass_loop(std::string_view version);
 
-class SlirpAdapter {
+class SlirpAdapter final : public Path {
 public:
-    // Creates the libslirp instance; throws Error. libslirp's socket
-    // registrations go to sockets (which must outlive this).
+    // Creates the libslirp instance; throws Error. admit: a new flow's
+    // admission (FlowLimits through GuestIngress::admit_flow).
     SlirpAdapter(const ParentConfig &cfg, TapIo &tap, Coalescer &coalescer,
-                 PollSet &polls, GuestSockets &sockets);
-    ~SlirpAdapter();
+                 PollSet &polls, SlirpFlowGate::AdmitFlow admit);
+    ~SlirpAdapter() override;
     SlirpAdapter(const SlirpAdapter &) = delete;
     SlirpAdapter &operator=(const SlirpAdapter &) = delete;
 
-    // One whole Ethernet frame from the guest (never an IPv4 fragment).
-    void input(std::span<const uint8_t> frame);
-    // Adds libslirp's host sockets to the poll set; lowers timeout_ms to
-    // libslirp's and its timers' next deadline.
-    void fill(uint32_t &timeout_ms, int64_t now_ms);
-    // Services the host sockets with this round's poll results (error:
-    // poll failed, libslirp skips them).
-    void poll(bool error);
-    void run_timers(int64_t now_ms) { timers_.run_due(now_ms); }
+    const char *name() const override { return "libslirp"; }
+    // Whole frames, checksums finished and URG cleared (libslirp before
+    // 4.9.2 over-reads urgent data).
+    Traits traits() const override { return {.needs_checksum = true}; }
+    // Takes every frame (never an IPv4 fragment): Refused when it would
+    // open a flow the limits refuse, else into slirp_input.
+    Verdict guest_frame(std::span<const uint8_t> frame) override;
+    // libslirp's host sockets in its PollSet (updated by difference),
+    // lowering timeout_ms to libslirp's own deadline; serviced with the
+    // round's results (an error: libslirp skips them).
+    int own_set_fd() const override { return polls_.fd(); }
+    void before_wait(uint32_t &timeout_ms) override;
+    void after_wait(bool ready, bool wait_failed) override;
+    int64_t ms_until_next_timer(int64_t now_ms) const override {
+        return timers_.ms_until_next(now_ms);
+    }
+    void run_timers(int64_t now_ms) override { timers_.run_due(now_ms); }
+    // libslirp's flows end on its own timers; its frames for a dead tap
+    // are dropped by TapIo.
+    void tap_detached() override {}
+    size_t flows() const override { return gate_.flows(); }
+    size_t lingering_flows() const override { return gate_.lingering_flows(); }
 
-    // Host forwards; throw Error.
-    void add_forward(const ForwardSpec &f);
-    void remove_forward(const ForwardSpec &f);
+    // Host forwards, of any kind; add throws Error, remove throws Error
+    // when libslirp has no such forward.
+    bool carries(const ForwardSpec &) const override { return true; }
+    void add_forward(const ForwardSpec &f) override;
+    void remove_forward(const ForwardSpec &f) override;
 
 private:
     friend struct SlirpCallbacks;
 
     void to_guest(std::span<const uint8_t> frame);
+    // One admitted frame into slirp_input, past the reassembly guard.
+    void input(std::span<const uint8_t> frame);
 
     const ParentConfig &cfg_;
     TapIo &tap_;
     Coalescer &coalescer_;
     PollSet &polls_;
-    GuestSockets &sockets_;
+    // Outlives slirp_cleanup, which unregisters libslirp's sockets.
+    SlirpFlowGate gate_;
     Timers timers_;
     // libslirp binds every outbound socket through these pointers for its
     // whole life: members, destroyed after slirp_cleanup.

@@ -4,9 +4,9 @@
 // same GuestIngress the stack loop runs (parent/guest_ingress.hpp): the
 // virtio-net header split off, the guest filter, IPv4 reassembly, the TCP
 // and UDP fast paths (on a tap with vnet headers, config bits 5 and 7),
-// checksum completion, URG cleared and FlowLimits admission, then libslirp through
-// the 4.7.0 reassembly-loop guard (ReassWrapGuard), as SlirpAdapter::input
-// does. libslirp's replies go through the Coalescer like stack -> guest
+// checksum completion, URG cleared, then libslirp as the last path:
+// SlirpFlowGate's admission (FlowLimits) and the 4.7.0 reassembly-loop
+// guard (ReassWrapGuard), as SlirpAdapter::guest_frame does. libslirp's replies go through the Coalescer like stack -> guest
 // frames do; the fast paths' frames, like libslirp's, are checked by
 // OutputCheck (lengths, partial checksums), the UDP fast path's also by
 // udp_check.hpp's GuestCheck (MTU, fragments, ICMP errors, checksums).
@@ -68,6 +68,7 @@
 #include "net_isolation.hpp"
 #include "parent/flow_limits.hpp"
 #include "parent/guest_ingress.hpp"
+#include "slirp/flow_gate.hpp"
 #include "slirp/queue_drain.hpp"
 #include "slirp/reass_wrap_guard.hpp"
 #include "slirp/timers.hpp"
@@ -130,6 +131,28 @@ struct Stack {
     UdpOut udp_out;
     std::unique_ptr<udp::FastPath> udp_fast;
     std::unique_ptr<icmp::EchoPath> echo;
+    // libslirp as the catch-all path, as SlirpAdapter is: its gate, then
+    // to_libslirp.
+    struct SlirpPath final : Path {
+        Stack &s;
+        SlirpFlowGate gate;
+        SlirpPath(Stack &st, uint32_t max_flows)
+            : s(st), gate(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), max_flows,
+                          [&st](bool l) { return st.ingress.admit_flow(st.now_ms(), l); }) {}
+        const char *name() const override { return "libslirp"; }
+        Traits traits() const override { return {.needs_checksum = true}; }
+        Verdict guest_frame(std::span<const uint8_t> f) override {
+            if (!gate.begin(f)) return Verdict::Refused;
+            s.to_libslirp(f);
+            gate.end();
+            return Verdict::Consumed;
+        }
+        int64_t ms_until_next_timer(int64_t) const override { return -1; }
+        void run_timers(int64_t) override {}
+        void tap_detached() override {}
+        size_t flows() const override { return gate.flows(); }
+        size_t lingering_flows() const override { return gate.lingering_flows(); }
+    } slirp_path;
     GuestIngress ingress;
     SlirpQueueDrain drain; // before slirp_cleanup, as SlirpAdapter does
     Slirp *slirp = nullptr;
@@ -153,9 +176,9 @@ struct Stack {
     }
     static void timer_free(void *t, void *o) { self(o).timers.destroy(t); }
     static void timer_mod(void *t, int64_t ms, void *o) { self(o).timers.arm(t, ms); }
-    static void register_fd(int fd, void *o) { self(o).limits.sockets().on_register(fd); }
+    static void register_fd(int fd, void *o) { self(o).slirp_path.gate.sockets().on_register(fd); }
     static void unregister_fd(int fd, void *o) {
-        self(o).limits.sockets().on_unregister(fd);
+        self(o).slirp_path.gate.sockets().on_unregister(fd);
     }
     static void notify(void *) {}
     static int add_poll(int fd, int ev, void *o) {
@@ -183,10 +206,9 @@ struct Stack {
                  (cfg & 64) ? 2 : kDefaultMaxNewFlowsPerSec, stats,
                  uint64_t(now_ns / 1'000'000)),
           fast(make_fast_path(cfg)), udp_fast(make_udp_fast_path(cfg)),
-          echo(make_echo_path(cfg)),
+          echo(make_echo_path(cfg)), slirp_path(*this, limits.max_flows()),
           ingress(Ipv4Cidr::parse("cidr", "10.0.2.0/24"), stats, limits,
-                  {fast.get(), udp_fast.get(), echo.get()},
-                  [this](std::span<const uint8_t> f) { to_libslirp(f); }) {
+                  {fast.get(), udp_fast.get(), echo.get(), &slirp_path}) {
         static const SlirpCb cb = {
             .send_packet = send_packet, .guest_error = guest_error,
             .clock_get_ns = clock_get_ns, .timer_new = timer_new,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// A real libslirp (SlirpAdapter with the default configuration) behind
-// GuestIngress and FlowLimits, as the stack loop drives it (no fast path),
-// with no tap attached: frames to the guest are counted in
+// A real libslirp (SlirpAdapter with the default configuration), the one
+// path behind GuestIngress and FlowLimits, as the stack loop drives it (no
+// fast path), with no tap attached: frames to the guest are counted in
 // stats.frames_dropped. Plus the guest's TCP segments from 10.0.2.100 to
 // the gateway (10.0.2.2, host loopback).
 #pragma once
@@ -37,26 +37,25 @@ struct SlirpRig {
     uint64_t now = 1000;
 
     SlirpRig(uint32_t max_flows, uint32_t rate)
-        : limits(max_flows, rate, stats, 1000),
-          ingress(cfg.cidr, stats, limits, {},
-                  [this](std::span<const uint8_t> f) { slirp->input(f); }) {
-        slirp = std::make_unique<rknp::SlirpAdapter>(cfg, tap, coalescer, polls,
-                                                     limits.sockets());
+        : limits(max_flows, rate, stats, 1000), slirp(make_slirp(max_flows)),
+          ingress(cfg.cidr, stats, limits, {slirp.get()}) {}
+    std::unique_ptr<rknp::SlirpAdapter> make_slirp(uint32_t max_flows) {
+        cfg.max_flows = max_flows;
+        return std::make_unique<rknp::SlirpAdapter>(
+            cfg, tap, coalescer, polls,
+            [this](bool lingering) { return ingress.admit_flow(int64_t(now), lingering); });
     }
     // Whether the frame (from a tap without vnet headers) reached libslirp.
     bool input(Bytes f) {
-        return ingress.input(f, false, int64_t(now)) ==
-               rknp::GuestIngress::Outcome::Libslirp;
+        return ingress.input(f, false, int64_t(now)) == rknp::GuestIngress::Outcome::Path;
     }
     // One round of the stack loop's host-socket servicing (timeout_ms for
     // poll(2)).
     void poll_sockets(int timeout_ms) {
-        polls.begin();
         uint32_t timeout = uint32_t(timeout_ms);
-        slirp->fill(timeout, 0);
-        polls.end();
-        int n = polls.wait(timeout_ms);
-        slirp->poll(n < 0);
+        slirp->before_wait(timeout);
+        int n = polls.wait(timeout_ms); // collects what is ready
+        slirp->after_wait(false, n < 0);
     }
 };
 

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "parent/flow_limits.hpp"
+#include "slirp/flow_gate.hpp"
 #include "slirp_rig.hpp"
 
 using namespace rknp;
@@ -181,20 +182,17 @@ TEST_CASE("libslirp path: at max_flows N the N+1th SYN is refused and counted") 
     Listener l;
     SlirpRig rig(3, 1000);
     for (uint16_t i = 0; i < 3; ++i) REQUIRE(rig.input(syn_frame(41000 + i, l.port)));
-    CHECK(rig.limits.sockets().size() == 3); // libslirp connect()ed three
+    CHECK(rig.slirp->flows() == 3); // libslirp connect()ed three
     CHECK_FALSE(rig.input(syn_frame(41003, l.port)));
     CHECK(rig.stats.flows_refused.load() == 1);
     CHECK(rig.stats.flows_rate_limited.load() == 0);
-    CHECK(rig.limits.sockets().size() == 3);
+    CHECK(rig.slirp->flows() == 3);
     // A retransmitted SYN of a flow libslirp has is not a new flow.
     CHECK(rig.input(syn_frame(41001, l.port)));
     CHECK(rig.stats.flows_refused.load() == 1);
     // Non-SYN segments go through: they make no socket.
     CHECK(rig.input(syn_frame(41005, l.port, kAck)));
-    CHECK(rig.limits.sockets().size() == 3);
-    // libslirp unregisters its sockets when it goes: the count follows.
-    rig.slirp.reset();
-    CHECK(rig.limits.sockets().size() == 0);
+    CHECK(rig.slirp->flows() == 3);
 }
 
 TEST_CASE("libslirp path: UDP sources take at most half, and the rate limit") {
@@ -217,8 +215,8 @@ TEST_CASE("libslirp path: UDP sources take at most half, and the rate limit") {
     rig.now += 1000;
     CHECK(rig.input(udp_frame(5002, port)));
     CHECK(rig.input(udp_frame(5003, port)));
-    CHECK(rig.limits.sockets().size() == 4);
-    CHECK(rig.limits.sockets().lingering() == 4);
+    CHECK(rig.slirp->flows() == 4);
+    CHECK(rig.slirp->lingering_flows() == 4);
     rig.now += 1000;
     CHECK_FALSE(rig.input(udp_frame(5004, port))); // UDP's half is full
     CHECK(rig.stats.flows_refused.load() == 1);
@@ -226,12 +224,9 @@ TEST_CASE("libslirp path: UDP sources take at most half, and the rate limit") {
     CHECK(rig.input(udp_frame(5003, port)));
     // TCP still has the other half.
     CHECK(rig.input(syn_frame(43000, l.port)));
-    CHECK(rig.limits.sockets().size() == 5);
-    CHECK(rig.limits.sockets().lingering() == 4);
+    CHECK(rig.slirp->flows() == 5);
+    CHECK(rig.slirp->lingering_flows() == 4);
     CHECK(rig.stats.flows_refused.load() == 1);
-    rig.slirp.reset();
-    CHECK(rig.limits.sockets().size() == 0);
-    CHECK(rig.limits.sockets().lingering() == 0);
     ::close(u);
 }
 
@@ -259,7 +254,6 @@ TEST_CASE("fast path: at max_flows N the N+1th SYN gets an RST and is counted") 
     CHECK((r.seg.flags & kRst) != 0);
     CHECK(stats.flows_refused.load() == 1);
     CHECK(sim->fp->flows() == 2);
-    CHECK(limits.host_sockets(sim->fp->flows()) == 2);
 }
 
 TEST_CASE("fast path: rate-limited SYNs are dropped silently and counted") {

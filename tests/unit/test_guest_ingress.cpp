@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ipv4_datagram.hpp"
+#include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "recording_sink.hpp"
 #include "slirp_rig.hpp"
@@ -46,17 +47,18 @@ struct Rig {
     Stats stats;
     FlowLimits limits;
     std::unique_ptr<FastPath> fast;
-    std::vector<Bytes> to_libslirp;
+    LibslirpStandIn slirp;
+    std::vector<Bytes> &to_libslirp = slirp.frames;
     GuestIngress ingress;
     int64_t now = 1000;
 
     explicit Rig(uint32_t max_flows = 100, uint32_t rate = 1000, bool fast_path = false)
         : limits(max_flows, rate, stats, uint64_t(now)),
           fast(fast_path ? make_fast_path() : nullptr),
+          slirp(ParentConfig::from_c(default_config()).cidr, max_flows,
+                [this](bool l) { return ingress.admit_flow(now, l); }),
           ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                  {fast.get()}, [this](std::span<const uint8_t> f) {
-                      to_libslirp.emplace_back(f.begin(), f.end());
-                  }) {}
+                  {fast.get(), &slirp}) {}
 
     std::unique_ptr<FastPath> make_fast_path() {
         FastPathConfig c = Sim::base_config();
@@ -104,7 +106,7 @@ TEST_CASE("guest ingress: a frame reaches libslirp once, counted, urgent data cl
     Rig r;
     Bytes syn = syn_frame(40000, 80, kSyn | 0x20);
     put_be16(syn.data() + 14 + 20 + 18, 1000); // urgent pointer
-    CHECK(r.input(syn) == Outcome::Libslirp);
+    CHECK(r.input(syn) == Outcome::Path);
     REQUIRE(r.to_libslirp.size() == 1);
     const Bytes &got = r.to_libslirp[0];
     REQUIRE(got.size() == syn.size());
@@ -122,7 +124,7 @@ TEST_CASE("guest ingress: libslirp gets partial checksums completed; bogus offse
     Bytes partial = whole;
     VnetHdr h = partial_checksum(partial.data(), 14, partial.size(), 20, false);
     REQUIRE(partial != whole);
-    CHECK(r.input(with_vnet(partial, h), true) == Outcome::Libslirp);
+    CHECK(r.input(with_vnet(partial, h), true) == Outcome::Path);
     REQUIRE(r.to_libslirp.size() == 1);
     CHECK(r.to_libslirp[0] == whole);
     CHECK(r.stats.bytes_from_tap.load() == whole.size()); // without the vnet header
@@ -141,7 +143,7 @@ TEST_CASE("guest ingress: IPv4 fragments are held until whole, then counted as f
     // The last fragment alone (the 4.7.0 crasher) never comes out.
     CHECK(r.input(fragment(whole, 32, 32, false)) == Outcome::Reassembling);
     CHECK(r.to_libslirp.empty());
-    CHECK(r.input(fragment(whole, 0, 32, true)) == Outcome::Libslirp);
+    CHECK(r.input(fragment(whole, 0, 32, true)) == Outcome::Path);
     REQUIRE(r.to_libslirp.size() == 1);
     CHECK(r.to_libslirp[0] == whole);
     CHECK(r.stats.frames_from_tap.load() == 2);
@@ -151,14 +153,14 @@ TEST_CASE("guest ingress: IPv4 fragments are held until whole, then counted as f
 
 TEST_CASE("guest ingress: a new flow over the limits never reaches libslirp") {
     Rig r(100, 1); // one new flow a second
-    CHECK(r.input(syn_frame(40000, 80)) == Outcome::Libslirp);
+    CHECK(r.input(syn_frame(40000, 80)) == Outcome::Path);
     CHECK(r.input(syn_frame(40001, 80)) == Outcome::Refused);
     CHECK(r.stats.flows_rate_limited.load() == 1);
     CHECK(r.stats.frames_dropped.load() == 0); // FlowLimits' count, not a drop
     CHECK(r.stats.frames_from_tap.load() == 2);
-    CHECK(r.input(syn_frame(40000, 80, kAck, 1001)) == Outcome::Libslirp); // no new flow
+    CHECK(r.input(syn_frame(40000, 80, kAck, 1001)) == Outcome::Path); // no new flow
     r.now += 1000;
-    CHECK(r.input(syn_frame(40001, 80)) == Outcome::Libslirp);
+    CHECK(r.input(syn_frame(40001, 80)) == Outcome::Path);
     CHECK(r.to_libslirp.size() == 3);
 }
 
@@ -173,7 +175,8 @@ TEST_CASE("guest ingress: the fast path takes guest TCP first, on a tap with vne
     CHECK(r.stats.bytes_from_tap.load() == syn.size());
     // Without vnet headers the fast path cannot answer: libslirp's, and
     // the one flow max_flows allows is taken by the fast path's.
-    CHECK(r.input(syn_frame(40000, l.port, kAck, 1001)) == Outcome::Libslirp);
+    CHECK(r.input(syn_frame(40000, l.port, kAck, 1001)) == Outcome::Path);
+    CHECK(r.ingress.taken_by() == &r.slirp);
     CHECK(r.input(syn_frame(40001, l.port)) == Outcome::Refused);
     CHECK(r.stats.flows_refused.load() == 1);
     CHECK(r.fast->flows() == 1);
@@ -194,8 +197,7 @@ TEST_CASE("guest ingress: the TCP path writes its frames to its sink, one way ou
     c.guest = &sink;
     c.admit_flow = [] { return Admission::Reset; }; // answered at once: an RST
     FastPath fast(std::move(c));
-    GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits, {&fast},
-                         [](std::span<const uint8_t>) {});
+    GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits, {&fast});
     Listener l;
     Bytes raw = with_vnet(syn_frame(40000, l.port));
     CHECK(ingress.input(raw, true, 1000) == Outcome::Path);
@@ -236,11 +238,11 @@ TEST_CASE("guest ingress: clients of forwards never spend the guest's budget (TC
     uc.admit_flow = [&] { return in->admit_flow(sim.now, true); };
     udptest::Collector udp_out;
     udp::FastPath udp(uc, udp_out);
-    std::vector<Bytes> to_libslirp;
+    LibslirpStandIn slirp(ParentConfig::from_c(default_config()).cidr, 8,
+                                [&](bool l) { return in->admit_flow(sim.now, l); });
+    std::vector<Bytes> &to_libslirp = slirp.frames;
     GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                         {sim.fp.get(), &udp}, [&](std::span<const uint8_t> f) {
-                             to_libslirp.emplace_back(f.begin(), f.end());
-                         });
+                         {sim.fp.get(), &udp, &slirp});
     in = &ingress;
     // The forwards, and the guest's MAC for both paths.
     const uint16_t tport = free_port();
@@ -273,14 +275,14 @@ TEST_CASE("guest ingress: clients of forwards never spend the guest's budget (TC
     CHECK(sim.fp->forward_flows() == 8);
     CHECK(udp.forward_flows() == 16);
     CHECK(ingress.path_flows() == 0);
-    CHECK(limits.host_sockets(ingress.path_flows()) == 0);
     CHECK(stats.flows_refused.load() == 0);
     // What the guest asks for next: a TCP flow, a UDP flow or an echo
     // entry (both lingering), and DNS through libslirp.
     CHECK(ingress.admit_flow(sim.now, false) == Admission::Accept);
     CHECK(ingress.admit_flow(sim.now, true) == Admission::Accept);
     Bytes raw = ask;
-    CHECK(ingress.input(raw, false, sim.now) == Outcome::Libslirp);
+    CHECK(ingress.input(raw, false, sim.now) == Outcome::Path);
+    CHECK(ingress.taken_by() == &slirp);
     CHECK(to_libslirp.size() == 1);
     CHECK(stats.flows_refused.load() == 0);
     for (int fd : tcp_clients) ::close(fd);

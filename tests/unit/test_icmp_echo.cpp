@@ -23,6 +23,7 @@
 #include "common/config.hpp"
 #include "datapath/checksum.hpp"
 #include "datapath/icmp/echo_path.hpp"
+#include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "own_netns.hpp"
 
@@ -632,19 +633,20 @@ TEST_CASE("icmp_echo: guest ingress offers echo requests before libslirp") {
     in_netns([](bool) {
         Stats stats;
         FlowLimits limits(1, 1000, stats, 1000);
-        std::vector<Bytes> to_libslirp;
-        GuestIngress ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                             {}, [&](std::span<const uint8_t> f) {
-                                 to_libslirp.emplace_back(f.begin(), f.end());
-                             });
+        const Ipv4Cidr net = ParentConfig::from_c(default_config()).cidr;
+        GuestIngress ingress(net, stats, limits, {});
+        LibslirpStandIn slirp(net, 1, [&](bool l) { return ingress.admit_flow(1000, l); });
+        auto &to_libslirp = slirp.frames;
         Collect out;
         EchoConfig c = base_config();
         c.admit_entry = [&] { return ingress.admit_flow(1000, true) == Admission::Accept; };
         EchoPath path(c, out);
         ingress.add_path(&path);
+        ingress.add_path(&slirp);
         using Outcome = GuestIngress::Outcome;
         Bytes dns = echo4("10.0.2.100", "10.0.2.3", 1, 1, {});
-        CHECK(ingress.input(dns, false, 1000) == Outcome::Libslirp);
+        CHECK(ingress.input(dns, false, 1000) == Outcome::Path);
+        CHECK(ingress.taken_by() == &slirp);
         CHECK(to_libslirp.size() == 1);
         Bytes bad = echo4("10.0.2.100", "10.0.2.2", 1, 1, payload_of(8));
         bad.back() ^= 1;

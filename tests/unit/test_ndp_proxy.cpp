@@ -20,6 +20,7 @@
 #include "datapath/checksum.hpp"
 #include "datapath/flows/route.hpp"
 #include "datapath/ndp_proxy.hpp"
+#include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "recording_sink.hpp"
 
@@ -188,12 +189,13 @@ TEST_CASE("NDP: GuestIngress answers in pasta's IPv6 model only") {
         CAPTURE(host6);
         Stats stats;
         FlowLimits limits(100, 1000, stats, 1000);
-        std::vector<Bytes> to_libslirp;
         Sink sink;
         Ipv4Cidr cidr = Ipv4Cidr::parse("cidr", "192.168.1.0/24");
-        GuestIngress ingress(cidr, stats, limits, {}, [&](std::span<const uint8_t> f) {
-            to_libslirp.emplace_back(f.begin(), f.end());
-        });
+        GuestIngress *in = nullptr;
+        LibslirpStandIn slirp(cidr, 100, [&](bool l) { return in->admit_flow(1000, l); });
+        auto &to_libslirp = slirp.frames;
+        GuestIngress ingress(cidr, stats, limits, {&slirp});
+        in = &ingress;
         if (host6) ingress.set_ipv6_host(network(), &sink);
         Bytes ns = solicitation("2001:db8:5::1", "2001:db8:5::77");
         const auto outcome = ingress.input(ns, false, 1000);
@@ -213,11 +215,12 @@ TEST_CASE("NDP: GuestIngress answers in pasta's IPv6 model only") {
 TEST_CASE("NDP: IPv6 alone drops the guest's ARP and IPv4") {
     Stats stats;
     FlowLimits limits(100, 1000, stats, 1000);
-    int to_libslirp = 0;
     Sink sink;
     Ipv4Cidr cidr = Ipv4Cidr::parse("cidr", "192.168.1.0/24");
-    GuestIngress ingress(cidr, stats, limits, {},
-                         [&](std::span<const uint8_t>) { ++to_libslirp; });
+    GuestIngress *in = nullptr;
+    LibslirpStandIn slirp(cidr, 100, [&](bool l) { return in->admit_flow(1000, l); });
+    GuestIngress ingress(cidr, stats, limits, {&slirp});
+    in = &ingress;
     ingress.set_ipv6_host(network(), &sink);
     ingress.set_ipv4_off();
     Bytes arp(42, 0);
@@ -229,7 +232,7 @@ TEST_CASE("NDP: IPv6 alone drops the guest's ARP and IPv4") {
     CHECK(ingress.input(arp, false, 1000) == GuestIngress::Outcome::Filtered);
     Bytes ns = solicitation("2001:db8:5::1", "fe80::1");
     CHECK(ingress.input(ns, false, 1000) == GuestIngress::Outcome::Answered);
-    CHECK(to_libslirp == 0);
+    CHECK(slirp.frames.empty());
 }
 
 TEST_CASE("config 1.7: pasta's IPv6 model is checked field by field") {

@@ -11,6 +11,7 @@
 
 #include "common/config.hpp"
 #include "datapath/neighbour_proxy.hpp"
+#include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "recording_sink.hpp"
 
@@ -95,12 +96,13 @@ TEST_CASE("neighbour ARP: GuestIngress answers in pasta's model only") {
         ParentConfig cfg = host_network_config();
         Stats stats;
         FlowLimits limits(100, 1000, stats, 1000);
-        std::vector<Bytes> to_libslirp;
         Sink sink;
-        GuestIngress ingress(cfg.cidr, stats, limits, {},
-                             [&](std::span<const uint8_t> f) {
-                                 to_libslirp.emplace_back(f.begin(), f.end());
-                             });
+        GuestIngress *in = nullptr;
+        LibslirpStandIn slirp(cfg.cidr, 100,
+                                    [&](bool l) { return in->admit_flow(1000, l); });
+        auto &to_libslirp = slirp.frames;
+        GuestIngress ingress(cfg.cidr, stats, limits, {&slirp});
+        in = &ingress;
         if (host_network) ingress.set_neighbour_proxy(&sink);
         const uint8_t guest[4] = {192, 168, 1, 5}, lan_host[4] = {192, 168, 1, 77};
         Bytes req = arp_request(guest, lan_host);
@@ -111,7 +113,7 @@ TEST_CASE("neighbour ARP: GuestIngress answers in pasta's model only") {
             CHECK(sink.frames[0][14 + 7] == 2);
             CHECK(to_libslirp.empty());
         } else {
-            CHECK(outcome == GuestIngress::Outcome::Libslirp);
+            CHECK(outcome == GuestIngress::Outcome::Path);
             CHECK(sink.frames.empty());
             CHECK(to_libslirp.size() == 1);
         }

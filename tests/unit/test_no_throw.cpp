@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The exception boundaries of the stack thread and of libslirp's callbacks
-// (parent/no_throw.hpp): whatever is thrown, bad_alloc and non-std types
+// (common/no_throw.hpp): whatever is thrown, bad_alloc and non-std types
 // included, stops there, is logged, and the caller carries on.
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "parent/no_throw.hpp"
+#include "common/no_throw.hpp"
 
 using namespace rknp;
 

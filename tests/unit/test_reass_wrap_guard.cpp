@@ -126,22 +126,19 @@ int upload_child(int tap_fd, int guest_fd) {
     tap.attach(UniqueFd(tap_fd), false);
     Coalescer coalescer(tap, stats);
     PollSet polls;
-    GuestSockets sockets(64);
-    SlirpAdapter slirp(cfg, tap, coalescer, polls, sockets);
+    SlirpAdapter slirp(cfg, tap, coalescer, polls, [](bool) { return Admission::Accept; });
     auto pump = [&](int rounds) {
         for (int i = 0; i < rounds; ++i) {
-            polls.begin();
             uint32_t timeout = 5;
-            slirp.fill(timeout, now_ms());
-            polls.end();
-            polls.wait(int(std::min<uint32_t>(timeout, 5)));
-            slirp.poll(false);
+            slirp.before_wait(timeout);
+            polls.wait(int(std::min<uint32_t>(timeout, 5))); // collects
+            slirp.after_wait(false, false);
             slirp.run_timers(now_ms());
             coalescer.flush();
         }
     };
     auto send = [&](const Bytes &f) {
-        slirp.input(f);
+        (void)slirp.guest_frame(f);
         pump(3);
     };
     // ARP so that libslirp knows the guest's MAC.

@@ -51,5 +51,4 @@ TEST_CASE("teardown with frames queued for a guest that never answered ARP") {
     rig.slirp.reset();
     // Nothing reached the tap while the queue was emptied.
     CHECK(rig.stats.frames_dropped.load() == before);
-    CHECK(rig.limits.sockets().size() == 0);
 }

@@ -11,6 +11,7 @@
 
 #include "common/config.hpp"
 #include "datapath/udp/gso_splitter.hpp"
+#include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "udp_rig.hpp"
 
@@ -177,12 +178,14 @@ struct IngressRig {
     Rig udp;
     Stats stats;
     FlowLimits limits{100, 1000, stats, 1000};
-    std::vector<Bytes> to_libslirp;
+    LibslirpStandIn slirp;
+    std::vector<Bytes> &to_libslirp = slirp.frames;
     GuestIngress ingress;
     explicit IngressRig(bool fast = true)
-        : ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
-                  {fast ? &udp.path : nullptr},
-                  [this](std::span<const uint8_t> f) { to_libslirp.emplace_back(f.begin(), f.end()); }) {}
+        : slirp(ParentConfig::from_c(default_config()).cidr, 100,
+                [this](bool l) { return ingress.admit_flow(1000, l); }),
+          ingress(ParentConfig::from_c(default_config()).cidr, stats, limits,
+                  {fast ? &udp.path : nullptr, &slirp}) {}
     Outcome input(const Super &s) {
         Bytes raw = with_vnet(s);
         return ingress.input(raw, true, 1000);
@@ -218,7 +221,7 @@ TEST_CASE("udp_gso: through the fast path, the host socket gets each datagram") 
 TEST_CASE("udp_gso: without the fast path libslirp gets each datagram as a frame") {
     IngressRig r(false);
     const Bytes payload = pattern(3 * 1000 + 1, 5);
-    REQUIRE(r.input(super_frame(false, 5353, payload, 1000)) == Outcome::Libslirp);
+    REQUIRE(r.input(super_frame(false, 5353, payload, 1000)) == Outcome::Path);
     REQUIRE(r.to_libslirp.size() == 4);
     for (size_t i = 0; i < 4; ++i) {
         const Bytes &f = r.to_libslirp[i];

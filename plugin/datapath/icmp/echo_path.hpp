@@ -73,19 +73,19 @@ public:
     // cfg.shared_epoll_fd was given).
     int epoll_fd() const { return events_.fd(); }
     size_t flows() const override { return table_.open(); }
+    size_t lingering_flows() const override { return flows(); }
     const EchoStats &stats() const { return stats_; }
 
     // A guest Ethernet frame (no vnet header, IPv4 reassembled).
     Verdict guest_frame(std::span<const uint8_t> frame) override;
-    Traits traits() const override {
-        return {.needs_checksum = true, .lingering_flows = true};
-    }
+    const char *name() const override { return "ICMP echo path"; }
+    Traits traits() const override { return {.needs_checksum = true}; }
     // With a set of its own: replies waiting on the ping sockets, to the
     // guest (one non-blocking epoll_wait, then handle_events()).
     void poll_events();
     // This source's events from the set.
     void handle_events(std::span<const epoll_event> evs, bool burst) override;
-    EventOwner event_owner() const override { return EventOwner::Echo; }
+    std::optional<EventOwner> event_owner() const override { return EventOwner::Echo; }
     // Milliseconds until run_timers has work (0: now; -1: none).
     int64_t ms_until_next_timer(int64_t now_ms) const override;
     // Closes idle entries.

@@ -73,6 +73,7 @@ public:
     // stripped; IPv4 fragments already reassembled). NotMine: give it to
     // libslirp. Frames for the guest may be added to frames().
     Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
+    const char *name() const override { return "TCP fast path"; }
     Traits traits() const override { return {.needs_vnet_hdr = true}; }
 
     // Readable when a flow's socket has an event or postponed work waits
@@ -84,7 +85,7 @@ public:
     // This source's events from the set (the loop's share of a shared
     // wait).
     void handle_events(std::span<const epoll_event> evs, bool burst) override;
-    EventOwner event_owner() const override { return EventOwner::Tcp; }
+    std::optional<EventOwner> event_owner() const override { return EventOwner::Tcp; }
 
     // Milliseconds until the next flow deadline (0 if due), -1 if none.
     int64_t ms_until_next_timer(int64_t now_ms) const override;
@@ -106,6 +107,10 @@ public:
     // libslirp). False if there is none.
     bool remove_forward(const sockaddr *host, socklen_t host_len);
     size_t forwards() const;
+    // The same through the Path interface: TCP forwards.
+    bool carries(const ForwardSpec &f) const override { return !f.udp; }
+    void add_forward(const ForwardSpec &f) override;
+    void remove_forward(const ForwardSpec &f) override;
 
     // The tap went away (the stack loop's detach path): no guest to talk
     // to, so every flow ends at once, its host peer reset, and no frame

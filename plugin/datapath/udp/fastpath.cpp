@@ -17,6 +17,7 @@
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
+#include "datapath/tap_io.hpp"
 
 namespace rknp::udp {
 
@@ -398,6 +399,15 @@ void FastPath::run_timers(int64_t now_ms) {
         close_client(*c);
         ++stats_.flows_expired;
     }
+}
+
+std::string FastPath::tap_attached(TapIo &tap) {
+    if (!tap.vnet_hdr()) return {};
+    guest_gso_ = tap.takes_udp_gso();
+    return guest_gso_ ? "UDP fast path: datagrams the host socket coalesced reach the guest as "
+                        "one GSO frame (the tap takes UDP GSO)"
+                      : "UDP fast path: one frame a datagram to the guest (the tap takes no "
+                        "UDP GSO frames: Linux before 6.2)";
 }
 
 void FastPath::tap_detached() {

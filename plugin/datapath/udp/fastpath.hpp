@@ -119,9 +119,8 @@ public:
     // The guest's ICMP port unreachable about a flow's datagram ends that
     // flow (Consumed).
     Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
-    Traits traits() const override {
-        return {.needs_vnet_hdr = true, .lingering_flows = true};
-    }
+    const char *name() const override { return "UDP fast path"; }
+    Traits traits() const override { return {.needs_vnet_hdr = true}; }
     // Sends the datagrams guest_frame() queued (a different flow or size
     // sends them too).
     void flush();
@@ -146,7 +145,7 @@ public:
     // for one datagram (an answer): one read each, and the set,
     // level-triggered, says next round whether more came.
     void handle_events(std::span<const epoll_event> evs, bool burst) override;
-    EventOwner event_owner() const override { return EventOwner::Udp; }
+    std::optional<EventOwner> event_owner() const override { return EventOwner::Udp; }
 
     // Milliseconds until the next idle check (0 if due), -1 if none.
     int64_t ms_until_next_timer(int64_t now_ms) const override;
@@ -157,6 +156,8 @@ public:
     // Whether the tap takes UDP GSO frames (TapIo::takes_udp_gso): then a
     // coalesced host read goes to the guest as one frame.
     void set_guest_gso(bool on) { guest_gso_ = on; }
+    // A tap with vnet headers is asked that once.
+    std::string tap_attached(TapIo &tap) override;
 
     // Forwarded ports, to guest4:guest_port (IPv4, host byte order): a
     // host socket bound to host (IPv6 ones IPV6_V6ONLY; no SO_REUSEADDR,
@@ -173,6 +174,12 @@ public:
     // socket carries them all). False: no such forward.
     bool remove_forward(const sockaddr *host, socklen_t host_len);
     size_t forwards() const;
+    // The same through the Path interface: UDP forwards; one a later path
+    // (libslirp) carries keeps its guest end there.
+    bool carries(const ForwardSpec &f) const override { return f.udp; }
+    void add_forward(const ForwardSpec &f) override;
+    void remove_forward(const ForwardSpec &f) override;
+    void forward_behind(const ForwardSpec &f, bool taken) override;
 
     // The guest end (IPv4, host byte order) of a UDP forward libslirp
     // carries (it moved there for a tap without vnet headers, which a tap
@@ -185,6 +192,7 @@ public:
 
     // The guest's flows (what FlowLimits counts), and the forwards' clients.
     size_t flows() const override { return table_.open_flows(); }
+    size_t lingering_flows() const override { return flows(); }
     size_t forward_flows() const { return clients_.size(); }
     void publish(Stats &s) const override;
     const FastPathStats &stats() const { return stats_; }

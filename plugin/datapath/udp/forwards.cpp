@@ -122,6 +122,24 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     return 0;
 }
 
+void FastPath::add_forward(const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    f.check_added(add_forward(h.get(), h.len, f.guest, f.guest_port));
+}
+
+void FastPath::remove_forward(const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    (void)remove_forward(h.get(), h.len);
+}
+
+void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
+    if (!f.udp) return;
+    if (taken)
+        keep_for_libslirp(f.guest, f.guest_port);
+    else
+        release_to_fast_path(f.guest, f.guest_port);
+}
+
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
     for (size_t slot = 0; slot < fwds_.size(); ++slot) {
         Forward &f = fwds_[slot];
