@@ -1,21 +1,297 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// One flow after setup: the state machine guest segments go through,
-// socket events, deadlines, postponed work, closing.
+// One TCP flow (tcp::Flow, flow.hpp), the whole class: its setup both
+// ways (a guest SYN opening a host connection: open, connected, SYN-ACK to
+// the guest; a connection accepted on a forwarded port opening a guest one:
+// SYN to the guest, its SYN-ACK, our ACK); the state machine guest segments
+// go through after setup, socket events, deadlines, postponed work,
+// closing; the guest->host half (guest data into the host socket in order,
+// the ACKs and windows we give the guest for it); the host->guest half
+// (socket data peeked into frames for the guest in either peek mode,
+// peek_mode.hpp, the guest's ACKs releasing it, retransmission by
+// rewinding). Past 700 lines on purpose: every part reads and moves the
+// same sequence and window state, so a cut would halve the class, not
+// give a part a job of its own.
 #include "datapath/tcp/flow.hpp"
 
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <iterator>
 
+#include "datapath/flows/route.hpp"
 #include "datapath/tcp/seq.hpp"
 
 namespace rknp::tcp {
+
+namespace {
+
+// EPOLLPRI: urgent data ends a peek early (see Vars::peek_drained).
+constexpr uint32_t kEstablishedEvents = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+
+void set_int(int fd, int level, int opt, int v) {
+    // Best effort: a missing option only costs performance.
+    (void)::setsockopt(fd, level, opt, &v, sizeof v);
+}
+
+uint16_t mss_for_mtu(uint32_t mtu, bool v6) {
+    uint32_t hdrs = (v6 ? kIp6Len : kIp4Len) + kTcpLen;
+    uint32_t m = mtu > hdrs + 64 ? mtu - hdrs : 64;
+    return uint16_t(std::min<uint32_t>(m, kMaxPayload));
+}
+
+bool mac_zero(const uint8_t mac[6]) {
+    static const uint8_t zero[6] = {};
+    return std::memcmp(mac, zero, 6) == 0;
+}
+
+// The guest's MSS, never below the classic minimum (a 1-byte MSS would
+// make every GSO frame 64k segments) nor above our link.
+uint16_t guest_mss(uint16_t offered, bool v6, uint16_t ours) {
+    uint16_t want = offered != 0 ? offered : (v6 ? 1220 : 536);
+    return std::min<uint16_t>(std::max<uint16_t>(want, 536), ours);
+}
+
+// Options every flow's host socket gets; false if SO_PEEK_OFF is refused
+// (asked for only in the Offset peek mode).
+bool setup_socket(int fd, PeekMode mode) {
+    // The guest's stack already decided when to push (Nagle/cork happened
+    // there): a second Nagle here would only add delay.
+    set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    // Urgent data inline: without this the kernel takes the urgent byte
+    // out of the stream and our byte counting (peek offset = bytes in
+    // flight) would slip. URG is never passed on in either direction.
+    set_int(fd, SOL_SOCKET, SO_OOBINLINE, 1);
+    if (mode != PeekMode::Offset) return true;
+    int zero = 0;
+    return ::setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
+}
+
+} // namespace
+
+bool Flow::open(FlowContext &c, const Open &o) {
+    const Segment &syn = *o.syn;
+    v_ = Vars{};
+    v_.ep = o.ep;
+    v_.ref = o.ref;
+    v_.irs = syn.seq;
+    v_.rcv_nxt = syn.seq + 1;
+    v_.iss = o.isn;
+    v_.snd_una = v_.snd_nxt = v_.snd_high = o.isn + 1;
+    v_.recover = o.isn; // RFC 6582: the ISS
+    // RFC 7323: scaling only if the guest offered it; its shift is capped
+    // at 14, and the window in its SYN is not scaled.
+    if (syn.wscale >= 0) {
+        v_.guest_ws = uint8_t(std::min(syn.wscale, 14));
+        v_.our_ws = kOurWs;
+    }
+    v_.snd_wnd = syn.window;
+    v_.last_wnd_field = syn.window;
+    v_.our_mss = mss_for_mtu(c.mtu, o.ep.v6);
+    v_.mss = guest_mss(syn.mss, o.ep.v6, v_.our_mss);
+
+    int fam = o.target->sa_family;
+    sock_.reset(::socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!sock_) {
+        ++c.stats.flows_refused;
+        v_.state = State::Connecting; // so close() answers the SYN
+        close(c, Reset::Guest);
+        return false;
+    }
+    const int fd = sock_.get();
+    if (!setup_socket(fd, c.peek.mode()) ||
+        (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
+        ++c.stats.connect_failed;
+        v_.state = State::Connecting;
+        close(c, Reset::Guest);
+        return false;
+    }
+    v_.state = State::Connecting;
+    // Connected to itself: nothing listens on that port (a listener would
+    // have kept the kernel from picking it), so the guest is refused.
+    if ((::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) ||
+        connected_to_itself(fd, o.target)) {
+        ++c.stats.connect_failed;
+        close(c, Reset::Guest);
+        return false;
+    }
+    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR.
+    set_epoll(c, EPOLLOUT | EPOLLET, true);
+    return !closed();
+}
+
+
+
+void Flow::connected(FlowContext &c) {
+    v_.state = State::SynAckSent;
+    set_epoll(c, kEstablishedEvents, false);
+    if (closed()) return;
+    // The guest may send us no larger segments than the host's path
+    // carries (a 1500-byte link behind a 65520-byte tap): its window
+    // steps, and our updates to it, are then of the path's size.
+    // TCP_INFO's path MTU, not TCP_MAXSEG, which at this point is also
+    // bound to half the peer's first window (32 KiB over loopback).
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (::getsockopt(sock_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_pmtu != 0)
+        v_.our_mss = std::min(v_.our_mss, mss_for_mtu(ti.tcpi_pmtu, v_.ep.v6));
+    v_.rto_ms = kRtoInitialMs;
+    v_.rto_at = c.now + v_.rto_ms;
+    v_.rtt_timing = true; // SYN-ACK to the guest's ACK: the first sample
+    v_.rtt_start = c.now;
+    if (!send_synack(c)) v_.owe_synack = true;
+}
+
+
+
+bool Flow::send_synack(FlowContext &c) {
+    if (!c.out.control_room()) return false;
+    // The window of a SYN is never scaled (RFC 7323 2.2).
+    uint32_t w = std::min<uint32_t>(window_now(), 65535);
+    v_.adv_wnd = w;
+    OutFields f;
+    f.seq = v_.iss;
+    f.ack = v_.rcv_nxt;
+    f.flags = kSyn | kAck;
+    f.window = uint16_t(w);
+    f.mss_opt = v_.our_mss;
+    f.ws_opt = v_.our_ws != 0 ? v_.our_ws : -1;
+    f.ip_id = v_.ip_id++;
+    c.out.append(v_.ep, f, 0, v_.mss);
+    v_.owe_synack = false;
+    return true;
+}
+
+
+
+void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uint64_t ref,
+                         uint32_t isn) {
+    v_ = Vars{};
+    v_.ep = ep;
+    v_.ref = ref;
+    v_.iss = isn;
+    v_.snd_una = v_.snd_nxt = v_.snd_high = isn + 1;
+    v_.recover = isn; // RFC 6582: the ISS
+    v_.our_ws = kOurWs; // offered; dropped if the guest's SYN-ACK has none
+    v_.our_mss = mss_for_mtu(c.mtu, ep.v6);
+    v_.mss = guest_mss(0, ep.v6, v_.our_mss);
+    sock_ = std::move(sock);
+    v_.state = State::HostSynSent;
+    if (!setup_socket(sock_.get(), c.peek.mode())) {
+        close(c, Reset::Host);
+        return;
+    }
+    // Until the guest answers only errors and hang-ups (always reported)
+    // matter: data the host client sends waits in the socket.
+    set_epoll(c, 0, true);
+    if (closed()) return;
+    v_.rto_ms = kRtoInitialMs;
+    v_.rto_at = c.now + v_.rto_ms;
+    v_.rtt_timing = true; // SYN to the guest's SYN-ACK: the first sample
+    v_.rtt_start = c.now;
+    if (!send_syn(c)) v_.owe_synack = true;
+}
+
+void Flow::guest_mac_learned(FlowContext &c, const uint8_t mac[6]) {
+    if (v_.state != State::HostSynSent || !mac_zero(v_.ep.guest_mac)) return;
+    std::memcpy(v_.ep.guest_mac, mac, 6);
+    if (!send_syn(c)) v_.owe_synack = true;
+}
+
+bool Flow::send_syn(FlowContext &c) {
+    if (mac_zero(v_.ep.guest_mac)) {
+        // Nowhere to send it yet: the fast path asks the guest (ARP).
+        c.want_guest_mac = true;
+        return true;
+    }
+    if (!c.out.control_room()) return false;
+    // The window of a SYN is never scaled (RFC 7323 2.2).
+    uint32_t w = std::min<uint32_t>(window_now(), 65535);
+    v_.adv_wnd = w;
+    OutFields f;
+    f.seq = v_.iss;
+    f.flags = kSyn;
+    f.window = uint16_t(w);
+    f.mss_opt = v_.our_mss;
+    f.ws_opt = kOurWs;
+    f.ip_id = v_.ip_id++;
+    c.out.append(v_.ep, f, 0, v_.mss);
+    v_.owe_synack = false;
+    return true;
+}
+
+void Flow::host_syn_segment(FlowContext &c, const Segment &s) {
+    if ((s.flags & kAck) && s.ack != v_.iss + 1) {
+        // RFC 793 SYN-SENT: an unacceptable ACK gets <SEQ=SEG.ACK><RST>.
+        ++c.stats.segments_dropped;
+        if (c.out.control_room()) {
+            OutFields f;
+            f.seq = s.ack;
+            f.flags = kRst;
+            f.ip_id = v_.ip_id++;
+            c.out.append(v_.ep, f, 0, v_.mss);
+        }
+        return;
+    }
+    if ((s.flags & (kSyn | kAck)) != (kSyn | kAck)) {
+        ++c.stats.segments_dropped; // a simultaneous open is not supported
+        return;
+    }
+    syn_answered(c, s);
+}
+
+void Flow::syn_answered(FlowContext &c, const Segment &s) {
+    v_.irs = s.seq;
+    v_.rcv_nxt = s.seq + 1;
+    // RFC 7323: both shifts apply only if both SYNs carried the option.
+    if (s.wscale >= 0) {
+        v_.guest_ws = uint8_t(std::min(s.wscale, 14));
+    } else {
+        v_.guest_ws = 0;
+        v_.our_ws = 0;
+    }
+    v_.mss = guest_mss(s.mss, v_.ep.v6, v_.our_mss);
+    v_.snd_wnd = s.window; // not scaled in a SYN-ACK
+    v_.last_wnd_field = s.window;
+    v_.state = State::Established;
+    v_.rto_at = -1;
+    if (v_.rtt_timing) rtt_sample(c.now - v_.rtt_start);
+    v_.rtt_timing = false;
+    v_.retries = 0;
+    v_.rto_ms = rto_base();
+    v_.owe_synack = false;
+    ++c.stats.forward_established;
+    set_epoll(c, kEstablishedEvents, false);
+    if (closed()) return;
+    v_.owe_ack = true;
+    flush_owed(c);
+    // The host client may have written (or closed) already: the edge
+    // is gone, so look now.
+    push(c);
+}
+
+void Flow::on_syn_rto(FlowContext &c) {
+    if (++v_.retries > kMaxSynRetries) {
+        ++c.stats.timeouts;
+        ++c.stats.forward_syn_timeouts;
+        // The guest never synchronised: an RST would mean nothing to it.
+        close(c, Reset::Host);
+        return;
+    }
+    ++c.stats.retransmits;
+    v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+    v_.rto_at = c.now + v_.rto_ms;
+    v_.rtt_timing = false; // Karn: no sample across a retransmission
+    if (!send_syn(c)) v_.owe_synack = true;
+}
 
 void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
     const int fd = sock_.get();
@@ -256,6 +532,512 @@ void Flow::maybe_finish(FlowContext &c) {
     // unread (every byte the guest acked was dropped), so close() sends no RST.
     if (v_.state == State::Established && v_.guest_fin && v_.fin_acked && !v_.owe_ack)
         close(c, Reset::None);
+}
+
+uint32_t Flow::window_now(bool fresh) {
+    // Between looks the estimate only shrinks by what was sent, so the
+    // window's right edge stays put and never promises more than the
+    // socket had (ACKs from the host peer only free more). This saves a
+    // getsockopt per guest segment of an interactive flow.
+    if (!fresh && v_.wnd_seen != 0 && v_.taken_since < v_.wnd_seen / 8)
+        return v_.wnd_seen - v_.taken_since;
+    // SO_MEMINFO gives the two numbers send() is limited by: the send
+    // buffer and what is queued in it (both in memory, not payload,
+    // units). A quarter is kept back for per-skb overhead so that what we
+    // advertise is what send() will take.
+    uint32_t mem[SK_MEMINFO_VARS] = {};
+    socklen_t len = sizeof mem;
+    if (::getsockopt(sock_.get(), SOL_SOCKET, SO_MEMINFO, mem, &len) < 0)
+        return v_.adv_wnd;
+    v_.sndbuf = mem[SK_MEMINFO_SNDBUF];
+    uint32_t queued = mem[SK_MEMINFO_WMEM_QUEUED];
+    uint64_t free = v_.sndbuf > queued ? v_.sndbuf - queued : 0;
+    // The kernel grows a send buffer (up to tcp_wmem's maximum) only for a
+    // writer it saw blocked, and we never block: the guest sends what we
+    // said fits. A writability poll on a socket the kernel deems full
+    // (free below half of what is queued) marks it so, as for a blocked
+    // writer; the buffer then autotunes to the path, and its EPOLLOUT edge
+    // reopens the window (window_check). Setting SO_SNDBUF instead would
+    // lock it at 2 x net.core.wmem_max: 416 KiB on Debian, 83 Mbit/s at
+    // 40 ms.
+    if (free < queued / 2) {
+        pollfd p{sock_.get(), POLLOUT, 0};
+        (void)::poll(&p, 1, 0);
+    }
+    uint64_t w = free / 4 * 3;
+    uint64_t cap = uint64_t(65535) << v_.our_ws;
+    v_.wnd_seen = uint32_t(std::min(w, cap));
+    v_.taken_since = 0;
+    return v_.wnd_seen;
+}
+
+bool Flow::window_low() const {
+    // Below a quarter of the send buffer, or half of what the window field
+    // can say at all (without scaling 64 KiB is all there is).
+    uint32_t cap = uint32_t(65535) << v_.our_ws;
+    return v_.adv_wnd < std::min(v_.sndbuf / 4, cap / 2);
+}
+
+uint16_t Flow::window_field(uint32_t wnd) const {
+    return uint16_t(std::min<uint32_t>(wnd >> v_.our_ws, 65535));
+}
+
+bool Flow::send_ack(FlowContext &c, int copies) {
+    uint32_t w = window_now();
+    uint16_t field = window_field(w);
+    for (int i = 0; i < copies; ++i) {
+        if (!emit(c, kAck, snd_max(), 0, field)) {
+            v_.owe_ack = true;
+            return false;
+        }
+    }
+    v_.owe_ack = false;
+    v_.adv_wnd = uint32_t(field) << v_.our_ws;
+    // A small window needs reopening once the host drains the socket:
+    // EPOLLOUT (edge) normally tells us; the timer covers the case where
+    // the kernel's idea of "writable" and ours differ.
+    if (window_low() && !v_.guest_fin) {
+        if (v_.wnd_at < 0) v_.wnd_at = c.now + v_.wnd_check_ms;
+    } else {
+        v_.wnd_at = -1;
+        v_.wnd_check_ms = kWndCheckMinMs;
+    }
+    return true;
+}
+
+bool Flow::ahead(const Segment &s) const {
+    return v_.state == State::Established && !v_.guest_fin && !s.payload.empty() &&
+           !(s.flags & (kSyn | kRst)) && seq_gt(s.seq, v_.rcv_nxt) &&
+           seq_lt(s.seq, v_.rcv_nxt + std::max<uint32_t>(v_.adv_wnd, 65535));
+}
+
+void Flow::process_data(FlowContext &c, const Segment &s) {
+    const bool fin = (s.flags & kFin) != 0;
+    const size_t len = s.payload.size();
+    if (len == 0 && !fin) {
+        // An empty segment below rcv_nxt is a keepalive or a zero-window
+        // probe: both want an ACK with our current window.
+        if (seq_lt(s.seq, v_.rcv_nxt)) v_.owe_ack = true;
+        return;
+    }
+    if (v_.guest_fin) {
+        // After its FIN anything is a retransmission: just ACK again.
+        v_.owe_ack = true;
+        return;
+    }
+    size_t off = 0;
+    if (seq_lt(s.seq, v_.rcv_nxt)) {
+        uint32_t d = v_.rcv_nxt - s.seq;
+        if (d > len || (d == len && !fin)) { // all old: re-ACK
+            v_.owe_ack = true;
+            return;
+        }
+        off = d;
+    } else if (seq_gt(s.seq, v_.rcv_nxt)) {
+        // A hole before it: drop, and a duplicate ACK asks for the hole.
+        ++c.stats.segments_dropped;
+        v_.owe_ack = true;
+        return;
+    }
+    // URG is ignored: the bytes are ordinary data (the urgent pointer has
+    // no meaning for a byte stream we pass through, and pasta does the same).
+    size_t want = len - off, took = 0;
+    if (want != 0) {
+        ssize_t n;
+        do
+            n = ::send(sock_.get(), s.payload.data() + off, want,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                close(c, Reset::Both);
+                return;
+            }
+            n = 0;
+        }
+        took = size_t(n);
+        v_.taken_since += uint32_t(took);
+        v_.rcv_nxt += uint32_t(took);
+        c.stats.bytes_to_host += took;
+        if (took < want) {
+            // The rest is not acknowledged: the guest sends it again once
+            // the window we advertise reopens.
+            v_.partial = true;
+            v_.wnd_seen = 0; // look again before the next ACK
+            ++c.stats.partial_sends;
+        }
+    }
+    if (fin && took == want) {
+        v_.rcv_nxt += 1;
+        v_.guest_fin = true;
+        v_.wnd_at = -1;
+        (void)::shutdown(sock_.get(), SHUT_WR);
+    }
+    v_.owe_ack = true;
+}
+
+void Flow::window_check(FlowContext &c, bool from_timer) {
+    if (v_.state != State::Established || v_.guest_fin) return;
+    uint32_t before = v_.adv_wnd;
+    uint32_t w = window_now(true);
+    // An update once the window grew by one segment the guest may send us
+    // (the MSS we announced), or by half the send buffer where that is
+    // less (RFC 1122 4.2.3.3). Not the guest's own MSS (what we send it):
+    // at MTU 65520 that is 64 KiB, more than a send buffer the kernel
+    // autotunes to a lossy path ever frees at once, and the window stayed
+    // shut until the guest's persist timer probed it.
+    uint32_t step = std::max<uint32_t>(std::min<uint32_t>(v_.our_mss, v_.sndbuf / 2),
+                                       uint32_t(1) << v_.our_ws);
+    if (w >= before + step || (before == 0 && w > 0)) {
+        // Window update; after a partial send, duplicate ACKs too, so the
+        // guest retransmits the refused part now rather than after its RTO.
+        bool partial = v_.partial;
+        v_.partial = false;
+        send_ack(c, partial ? 4 : 1);
+        return;
+    }
+    if (from_timer && window_low()) {
+        v_.wnd_check_ms = std::min(v_.wnd_check_ms * 2, kWndCheckMaxMs);
+        v_.wnd_at = c.now + v_.wnd_check_ms;
+    }
+}
+
+uint32_t Flow::rto_base() const {
+    if (v_.srtt_ms < 0) return kRtoInitialMs;
+    uint32_t r = uint32_t(v_.srtt_ms) + std::max<uint32_t>(10, 4 * uint32_t(v_.rttvar_ms));
+    return std::clamp(r, kRtoMinMs, kRtoMaxMs);
+}
+
+void Flow::rtt_sample(int64_t ms) {
+    int32_t r = int32_t(std::clamp<int64_t>(ms, 0, kRtoMaxMs));
+    if (v_.srtt_ms < 0) {
+        v_.srtt_ms = r;
+        v_.rttvar_ms = r / 2;
+    } else {
+        int32_t err = v_.srtt_ms > r ? v_.srtt_ms - r : r - v_.srtt_ms;
+        v_.rttvar_ms = (3 * v_.rttvar_ms + err) / 4;
+        v_.srtt_ms = (7 * v_.srtt_ms + r) / 8;
+    }
+}
+
+bool Flow::process_ack(FlowContext &c, const Segment &s) {
+    const uint32_t a = s.ack;
+    // Up to snd_high, not snd_max: after a rewind the guest may ACK what it
+    // got before the rewind (segments it held out of order).
+    if (seq_gt(a, v_.snd_high)) {
+        // Acknowledges what we never sent: ACK back and drop (RFC 793).
+        ++c.stats.segments_dropped;
+        v_.owe_ack = true;
+        return false;
+    }
+    if (seq_lt(a, v_.snd_una)) return true; // old ACK: nothing to learn
+    const uint32_t wnd = uint32_t(s.window) << v_.guest_ws;
+    if (a != v_.snd_una) {
+        uint32_t data_end = a;
+        bool fin_ack = false;
+        if (v_.fin_ever && v_.fin_seq + 1 == a) {
+            data_end = v_.fin_seq;
+            fin_ack = true;
+        }
+        uint32_t n = data_end - v_.snd_una;
+        if (n != 0) {
+            // The acked bytes leave the kernel's queue only now; the peek
+            // offset (Offset mode) moves back by as much, staying = bytes
+            // in flight. A read ends at an urgent mark (even inline):
+            // repeat until all acked bytes are gone.
+            for (uint32_t left = n; left != 0;) {
+                ssize_t r = ::recv(sock_.get(), nullptr, left, MSG_TRUNC | MSG_DONTWAIT);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0 || uint32_t(r) > left) {
+                    close(c, Reset::Both);
+                    return false;
+                }
+                left -= uint32_t(r);
+            }
+            c.stats.bytes_to_guest += n;
+        }
+        v_.snd_una = data_end;
+        if (fin_ack) v_.fin_sent = v_.fin_acked = true;
+        if (seq_lt(v_.snd_nxt, v_.snd_una)) {
+            // Acked beyond a rewind: skip ahead. The kernel clamped the
+            // peek offset at 0 already; say so explicitly all the same.
+            v_.snd_nxt = v_.snd_una;
+            v_.peek_drained = false;
+            int zero = 0;
+            if (!c.peek.discard())
+                (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
+        }
+        if (v_.rtt_timing && seq_ge(a, v_.rtt_seq)) {
+            rtt_sample(c.now - v_.rtt_start);
+            v_.rtt_timing = false;
+        }
+        v_.dupacks = 0;
+        v_.retries = 0;
+        v_.stall_since = -1;
+        v_.rto_ms = rto_base();
+        v_.rto_at = in_flight() ? c.now + v_.rto_ms : -1;
+    } else if (s.payload.empty() && !(s.flags & kFin) && !seq_lt(s.seq, v_.rcv_nxt) &&
+               s.window == v_.last_wnd_field && in_flight()) {
+        // A duplicate ACK (RFC 5681: no data, same ACK and window; not a
+        // keepalive or zero-window probe, seq = rcv_nxt - 1). Once per
+        // loss episode (RFC 6582): not again before the guest acks beyond
+        // all that was out at the last rewind. A guest that kept the data
+        // after a hole acks up to exactly that, then repeats it for each
+        // resent copy: no reason to resend again.
+        if (++v_.dupacks >= kDupAcks && seq_gt(v_.snd_una, v_.recover)) {
+            v_.recover = v_.snd_high;
+            v_.dupacks = 0;
+            ++c.stats.fast_retransmits;
+            if (!rewind(c)) return false;
+        }
+    }
+    v_.snd_wnd = wnd;
+    v_.last_wnd_field = s.window;
+    return true;
+}
+
+bool Flow::rewind(FlowContext &c) {
+    v_.snd_nxt = v_.snd_una;
+    v_.peek_drained = false;
+    v_.rtt_timing = false;
+    if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
+    // Discard mode: the next peek skips snd_nxt - snd_una = 0 bytes.
+    if (c.peek.discard()) return true;
+    int zero = 0;
+    if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0) {
+        close(c, Reset::Both);
+        return false;
+    }
+    return true;
+}
+
+bool Flow::send_host_fin(FlowContext &c) {
+    // End of stream right after what was sent: all data is out, FIN next.
+    v_.host_eof = true;
+    if (!c.out.control_room()) { // retried from service()
+        v_.want_push = true;
+        return false;
+    }
+    emit(c, kFin | kAck, v_.snd_nxt, 0, window_field(v_.adv_wnd));
+    v_.fin_sent = true;
+    v_.fin_seq = v_.snd_nxt;
+    v_.fin_ever = true;
+    v_.snd_high = seq_max(v_.snd_high, snd_max());
+    if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+    return true;
+}
+
+int64_t Flow::queued_bytes() const {
+    int q = 0;
+    return ::ioctl(sock_.get(), FIONREAD, &q) == 0 && q >= 0 ? q : -1;
+}
+
+void Flow::nothing_past_in_flight(FlowContext &c, bool stream_ends) {
+    if (stream_ends)
+        send_host_fin(c);
+    else // past the host's FIN no edge comes: the guest's ACKs retry
+        v_.peek_drained = !v_.host_urgent && !v_.host_shut;
+}
+
+bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t budget,
+                                 size_t room) {
+    // A Discard peek copies the inflight bytes again: it goes ahead only
+    // if it brings at least as many new ones, so that no byte is copied
+    // more than twice; else the guest's ACKs (fewer to skip) or the host's
+    // data (an EPOLLIN edge) call push() again. This also bounds what is
+    // in flight to twice what one peek carries (PeekScratch::kMaxSkip).
+    const int64_t q = queued_bytes();
+    if (q < 0) return inflight < PeekScratch::kMaxSkip;
+    const uint32_t queued = uint32_t(q);
+    if (queued <= inflight) {
+        // Nothing past the bytes in flight (FIONREAD counts no FIN, and
+        // urgent bytes are inline): the stream ends right after them if
+        // the host shut its side.
+        nothing_past_in_flight(c, v_.host_shut && queued == inflight);
+        return false;
+    }
+    const uint64_t can = std::min<uint64_t>({uint64_t(queued - inflight), budget,
+                                             uint64_t(room) * kMaxPayload});
+    return can >= inflight && inflight <= PeekScratch::kMaxSkip;
+}
+
+void Flow::raise_rcvbuf() {
+    // What the guest has not acknowledged stays in the socket's receive
+    // queue and takes room from the window the kernel offers the sender,
+    // which starts from tcp_rmem's default (128 KiB) and grows with what
+    // the reader consumes: while it is small, the bytes in flight to the
+    // guest close it. Raising SO_RCVLOWAT makes the kernel grow the buffer
+    // to fit that window without locking it (SO_RCVBUF would stop the
+    // autotuning); the low mark goes back to 1 at once, so readiness is
+    // unchanged. Capped by the kernel at half of tcp_rmem's maximum.
+    v_.rcvbuf_raised = true;
+    int lowat = int(kRaisedWindow), one = 1;
+    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+}
+
+void Flow::ack_host_now() {
+    // The kernel acks two full segments at once only if the reader keeps
+    // the window's right edge moving ("tcp_recvmsg() will send ACK
+    // otherwise"); bytes held for the guest stop it, so the ACK would wait
+    // for our next read of this socket (the guest's ACK) or the
+    // delayed-ACK timer. A sender limited by its send buffer, as in a
+    // download over a long path, goes only as fast as its ACKs come back.
+    // TCP_QUICKACK sends the one owed, if any, now.
+    int one = 1;
+    (void)::setsockopt(sock_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+}
+
+bool Flow::push(FlowContext &c) {
+    v_.want_push = false;
+    if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return false;
+    const int fd = sock_.get();
+    const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
+    const bool discard = c.peek.discard();
+    bool read = false;
+    for (;;) {
+        const uint32_t inflight = v_.snd_nxt - v_.snd_una;
+        if (v_.snd_wnd <= inflight) {
+            // Zero window: probe it from the timer (persist) if nothing
+            // in flight would make the guest answer anyway.
+            if (v_.snd_wnd == 0 && !in_flight() && v_.rto_at < 0)
+                v_.rto_at = c.now + v_.rto_ms;
+            return read;
+        }
+        uint32_t budget = v_.snd_wnd - inflight;
+        size_t room = c.out.data_room();
+        if (room == 0) {
+            v_.want_push = true;
+            return read;
+        }
+        room = std::min(room, PeekScratch::kDataIovs);
+        if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
+            return read;
+        // Discard mode: the bytes in flight are still first in the queue;
+        // they go to the discard buffer, the frames' payload after them.
+        iovec *iov = c.peek.iov();
+        const size_t skip_iovs = discard ? c.peek.cover(inflight) : 0;
+        const size_t skip = discard ? inflight : 0;
+        size_t k = 0, asked = 0;
+        while (k < room && asked < budget) {
+            size_t l = std::min<size_t>(per_frame, budget - asked);
+            iov[skip_iovs + k] = {c.out.next_payload(k), l};
+            asked += l;
+            ++k;
+        }
+        msghdr mh{};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = skip_iovs + k;
+        read = true;
+        ssize_t n;
+        do
+            n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                v_.peek_drained = true;
+                return read;
+            }
+            close(c, Reset::Both); // ECONNRESET and friends
+            return read;
+        }
+        if (size_t(n) < skip) {
+            // Discard mode: the peek stopped at an urgent mark among the
+            // bytes in flight; past it only once the guest acked up to it.
+            return read;
+        }
+        const size_t got = size_t(n) - skip;
+        if (got == 0) {
+            // Offset mode: end of stream at the peek offset. Discard mode
+            // with bytes in flight: their end is where the peek stopped,
+            // the end of the stream if the host shut and nothing else is
+            // queued (an urgent mark right there stops a peek too).
+            nothing_past_in_flight(c, skip == 0 || (v_.host_shut &&
+                                                    queued_bytes() == int64_t(inflight)));
+            return read;
+        }
+        size_t left = got;
+        const uint16_t wf = window_field(v_.adv_wnd);
+        const bool fresh = seq_ge(v_.snd_nxt, v_.snd_high); // not a resend
+        for (size_t j = skip_iovs; left != 0; ++j) {
+            size_t l = std::min(left, iov[j].iov_len);
+            left -= l;
+            OutFields f;
+            f.seq = v_.snd_nxt;
+            f.ack = v_.rcv_nxt;
+            f.flags = uint8_t(kAck | (left == 0 ? kPsh : 0));
+            f.window = wf;
+            f.ip_id = v_.ip_id++;
+            c.out.append(v_.ep, f, l, v_.mss);
+            v_.snd_nxt += uint32_t(l);
+        }
+        v_.snd_high = seq_max(v_.snd_high, v_.snd_nxt);
+        if (fresh && !v_.rtt_timing) {
+            v_.rtt_timing = true;
+            v_.rtt_seq = v_.snd_nxt;
+            v_.rtt_start = c.now;
+        }
+        if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
+        if (!v_.rcvbuf_raised && v_.snd_nxt - v_.snd_una >= kBulkInFlight) raise_rcvbuf();
+        if (got < asked) { // drained, or an urgent mark
+            // Past the host's FIN nothing more will arrive to wake us: peek
+            // again, which gives 0 and sends our FIN (or the rest after an
+            // urgent mark).
+            if (v_.host_shut) continue;
+            v_.peek_drained = !v_.host_urgent;
+            return read;
+        }
+    }
+}
+
+void Flow::on_rto(FlowContext &c) {
+    if (v_.state == State::HostSynSent) {
+        on_syn_rto(c);
+        return;
+    }
+    if (v_.state == State::SynAckSent) {
+        if (++v_.retries > kMaxRetries) {
+            ++c.stats.timeouts;
+            close(c, Reset::Both);
+            return;
+        }
+        v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+        v_.rto_at = c.now + v_.rto_ms;
+        v_.rtt_timing = false;
+        if (!send_synack(c)) v_.owe_synack = true;
+        return;
+    }
+    if (v_.state != State::Established) return;
+    if (v_.snd_wnd == 0) {
+        // Persist: the guest is alive but not reading. Probe with an old
+        // sequence number (the guest answers with its window) and never
+        // count it as a failure.
+        if (in_flight()) {
+            v_.recover = v_.snd_high;
+            if (!rewind(c)) return;
+        }
+        v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+        v_.rto_at = c.now + v_.rto_ms;
+        emit(c, kAck, v_.snd_una - 1, 0, window_field(v_.adv_wnd));
+        return;
+    }
+    if (!in_flight()) return;
+    // Given up like Linux with tcp_retries2 = 15: after about 15 minutes
+    // without progress, counted from when the oldest data went out.
+    if (v_.stall_since < 0) v_.stall_since = c.now - v_.rto_ms;
+    if (c.now - v_.stall_since >= kGiveUpMs) {
+        ++c.stats.timeouts;
+        close(c, Reset::Both);
+        return;
+    }
+    ++c.stats.retransmits;
+    // RFC 6582 4: duplicate ACKs for what was out before the timeout
+    // start no fast retransmit.
+    v_.recover = v_.snd_high;
+    if (!rewind(c)) return;
+    v_.rto_ms = std::min(v_.rto_ms * 2, kRtoMaxMs);
+    push(c);
+    if (!closed() && v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
 }
 
 } // namespace rknp::tcp

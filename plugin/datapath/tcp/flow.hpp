@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// One fast-path TCP flow (setup in flow_setup.cpp, the state machine in
-// flow.cpp, the two directions in flow_to_host.cpp and flow_to_guest.cpp): the translator between a guest TCP connection
-// (seen as frames on the tap) and one non-blocking host kernel socket, in
+// One fast-path TCP flow (setup, the state machine and both directions,
+// all in flow.cpp): the translator between a guest TCP connection (seen
+// as frames on the tap) and one non-blocking host kernel socket, in
 // the style of passt's tcp.c. There is no TCP stack here: the host kernel
 // keeps the host->guest data in its receive queue until the guest ACKs it
 // (peeked past what was sent, with SO_PEEK_OFF or the discard mode of

@@ -1,19 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The UDP fast path: flows, the guest's datagrams to the host (queued
-// runs, UDP_SEGMENT sends), idle expiry; the guest-bound half is in
-// to_guest.cpp.
+// The UDP fast path (udp::FastPath, fastpath.hpp), the whole class: its
+// flows and the guest's datagrams out (one UDP_SEGMENT send for a run of
+// equal sizes), idle expiry; the guest-bound half (the host sockets'
+// events of a round, their datagrams to the guest: one GSO frame for a run
+// of equal datagrams where the tap takes it, IP fragments over the guest's
+// MTU; the errors ICMP left on them as ICMP messages to the guest); and the
+// forwarded ports (one host socket per forward in the path's epoll set;
+// each client address sending to it is a flow towards the guest's end, in
+// the forwards' own pool, client_pool.hpp, whose replies leave through that
+// socket, sendto, from the address the client sent to). Past 700 lines on
+// purpose: the three parts share the flow table, the epoll set, the read
+// buffers and the queued run, so a cut would halve the class; the parts
+// with a job of their own are classes of their own (ClientPool, Flow,
+// UdpGsoSplitter, frame.hpp).
 #include "datapath/udp/fastpath.hpp"
 
+#include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
+#include "common/addr.hpp"
 #include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
@@ -77,6 +92,59 @@ HostSocket connect_host_socket(bool v6, const HostAddrs &addrs) {
     h.fd = std::move(s);
     return h;
 }
+
+uint16_t client_port(const ClientAddr &c) {
+    return ntohs(c.sa.sa_family == AF_INET6 ? c.v6.sin6_port : c.v4.sin_port);
+}
+
+bool is_wildcard(const sockaddr *host) {
+    if (host->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in *>(host)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(host)->sin6_addr);
+}
+
+// What a forward's datagram says beside its bytes: the segment size of a
+// coalesced read (len if none) and the address it was sent to.
+struct Received {
+    size_t seg;
+    ReplySource to;
+};
+
+Received read_cmsgs(msghdr &m, size_t len) {
+    Received r{len, {}};
+    for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+            c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int g;
+            std::memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0) r.seg = size_t(g);
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+            in_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            // The local address the kernel would answer from, a unicast
+            // one even for a datagram to a broadcast address.
+            r.to.family = AF_INET;
+            r.to.v4 = pi.ipi_spec_dst;
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+            in6_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            if (IN6_IS_ADDR_MULTICAST(&pi.ipi6_addr)) continue; // no source to answer from
+            r.to.family = AF_INET6;
+            r.to.v6.ipi6_addr = pi.ipi6_addr;
+            r.to.v6.ipi6_ifindex = IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr) ? pi.ipi6_ifindex : 0;
+        }
+    }
+    return r;
+}
+
+// ARP requests while the guest's MAC is unknown: at most one this often.
+constexpr int64_t kArpIntervalMs = 1000;
+// Ports tried for a client whose own is taken towards the guest, beyond
+// its own: with the pool at most a few thousand clients, 8 draws all
+// taken is as good as never.
+constexpr int kPortDraws = 8;
 
 } // namespace
 
@@ -446,6 +514,448 @@ void FastPath::publish(Stats &s) const {
     s.udp_forward_rate_limited.store(stats_.forward_rate_limited, std::memory_order_relaxed);
     s.udp_forward_evicted.store(stats_.forward_evicted, std::memory_order_relaxed);
     s.udp_forward_full.store(stats_.forward_full, std::memory_order_relaxed);
+}
+
+void FastPath::poll_events() {
+    epoll_event evs[kMaxEvents];
+    handle_events(events_.ready(evs), true);
+}
+
+void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
+    for (const epoll_event &e : evs) {
+        const uint64_t ref = EventSource::ref_of(e);
+        if (ref & kForwardTag) {
+            receive_forward(size_t(ref & ~kForwardTag));
+            continue;
+        }
+        if (!table_.names_open_flow(ref)) continue;
+        const uint32_t idx = uint32_t(ref);
+        if (e.events & EPOLLERR) drain_errors(idx);
+        if (e.events & EPOLLIN) receive(idx, burst ? kRecvBatch : 1);
+    }
+}
+
+void FastPath::receive(uint32_t idx, size_t batch) {
+    Flow &f = table_[idx];
+    for (size_t i = 0; i < batch; ++i) {
+        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        m = msghdr{};
+        m.msg_iov = &rx_iov_[i];
+        m.msg_iovlen = 1;
+        m.msg_control = rx_ctl_[i].data();
+        m.msg_controllen = sizeof rx_ctl_[i];
+    }
+    int n;
+    if (batch == 1) { // recvmsg(2): no second read that would only find the queue empty
+        const ssize_t r = ::recvmsg(f.sock.get(), &rx_msgs_[0].msg_hdr, MSG_DONTWAIT);
+        if (r >= 0) rx_msgs_[0].msg_len = unsigned(r);
+        n = r < 0 ? -1 : 1;
+    } else {
+        n = ::recvmmsg(f.sock.get(), rx_msgs_.data(), unsigned(batch), MSG_DONTWAIT, nullptr);
+    }
+    if (n < 0) {
+        if (icmp_left_error(errno)) drain_errors(idx);
+        return;
+    }
+    if (n == 0) return;
+    f.last_ms = now();
+    f.answered = true;
+    // Each read's datagram size: UDP_GRO's, or the read's own length.
+    std::array<size_t, kRecvBatch> seg{};
+    for (int i = 0; i < n; ++i) {
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        seg[i] = rx_msgs_[i].msg_len;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+                c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                int g;
+                std::memcpy(&g, CMSG_DATA(c), sizeof g);
+                if (g > 0) seg[i] = size_t(g);
+            }
+        }
+    }
+    for (size_t i = 0; i < size_t(n);) {
+        const size_t len = rx_msgs_[i].msg_len;
+        const uint8_t *data = rx_buf_.data() + i * kRecvBuf;
+        if (len == 0) { // an empty datagram is one too
+            to_guest(f, {});
+            ++i;
+            continue;
+        }
+        // Reads of single datagrams of one size (the last may be shorter)
+        // go to the guest as one GSO frame where the tap takes them.
+        size_t j = i + 1, total = len;
+        if (guest_gso_ && seg[i] == len && fits_mtu(f.ep, len, cfg_.mtu)) {
+            while (j < size_t(n) && seg[j] == rx_msgs_[j].msg_len && seg[j] != 0 &&
+                   seg[j] <= len && fits_gso_frame(f.ep, total + seg[j])) {
+                total += seg[j++];
+                if (seg[j - 1] < len) break;
+            }
+        }
+        if (j - i == 1) {
+            run_to_guest(f, {data, len}, seg[i]);
+            ++i;
+            continue;
+        }
+        for (size_t k = i; k < j; ++k)
+            gather_[k - i] = iovec{rx_buf_.data() + k * kRecvBuf, rx_msgs_[k].msg_len};
+        VnetHdr v{};
+        // The IPv4 id: only fragments need one of their own (below).
+        const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, total, len, uint16_t(ip_id_));
+        guest_.write_frame_parts(v, {hdr_.data(), h}, {gather_.data(), j - i});
+        stats_.datagrams_to_guest += j - i;
+        ++stats_.gso_frames;
+        i = j;
+    }
+}
+
+void FastPath::run_to_guest(Flow &f, std::span<const uint8_t> p, size_t seg) {
+    if (guest_gso_ && seg < p.size() && fits_mtu(f.ep, seg, cfg_.mtu) &&
+        fits_gso_frame(f.ep, p.size())) {
+        VnetHdr v{};
+        const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, p.size(), seg,
+                                             uint16_t(ip_id_));
+        guest_.write_frame(v, {hdr_.data(), h}, p);
+        stats_.datagrams_to_guest += (p.size() + seg - 1) / seg;
+        ++stats_.gso_frames;
+        return;
+    }
+    // Each datagram on its own.
+    for (size_t off = 0; off < p.size(); off += seg)
+        to_guest(f, p.subspan(off, std::min(seg, p.size() - off)));
+}
+
+void FastPath::to_guest(Flow &f, std::span<const uint8_t> payload) {
+    ++stats_.datagrams_to_guest;
+    if (fits_mtu(f.ep, payload.size(), cfg_.mtu)) {
+        VnetHdr v{};
+        // The IPv4 id matters only to reassembly: a whole datagram takes
+        // the current one, and the counter moves only for fragments, so
+        // it wraps after 65536 fragmented datagrams (not every 0.25 s at
+        // 260k datagrams a second) while their fragments may still meet
+        // in the guest's reassembly queue.
+        const size_t h = build_datagram(hdr_.data(), v, f.ep, payload.size(), uint16_t(ip_id_));
+        guest_.write_frame(v, {hdr_.data(), h}, payload);
+        return;
+    }
+    ++stats_.fragmented;
+    Fragments frags(f.ep, payload, cfg_.mtu, ++ip_id_);
+    size_t h = 0;
+    std::span<const uint8_t> part;
+    while (frags.next(hdr_.data(), h, part)) guest_.write_frame(VnetHdr{}, {hdr_.data(), h}, part);
+}
+
+void FastPath::drain_errors(uint32_t idx) {
+    Flow &f = table_[idx];
+    // Bounded: a peer cannot keep the loop here.
+    for (int k = 0; k < 16; ++k) {
+        // The datagram the error answers, as far as the ICMP message quoted
+        // it: its length goes into the quoted headers, kIcmpQuote bytes
+        // into the quote.
+        uint8_t quote[1500];
+        iovec iov{quote, sizeof quote};
+        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(sock_extended_err) + sizeof(sockaddr_in6))];
+        msghdr m{};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        const ssize_t r = ::recvmsg(f.sock.get(), &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+        if (r < 0) {
+            // Woken with nothing queued: an error is set on the socket that
+            // never made it into the queue (no room in the receive buffer,
+            // no memory; or IP_RECVERR lost). It keeps EPOLLERR raised in
+            // the level-triggered set, and the loop would spin at full CPU
+            // until the flow expires (180 s): SO_ERROR reads and clears it.
+            // (With entries queued, taking the last ICMP one clears it.)
+            if (k == 0) take_socket_error(f);
+            break;
+        }
+        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+            const bool recverr = (c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                                 (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR);
+            if (!recverr || c->cmsg_len < CMSG_LEN(sizeof(sock_extended_err))) continue;
+            sock_extended_err ee;
+            std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
+            // Only what came from the path; local errors (a too-big send)
+            // were the host socket's own business.
+            if (ee.ee_origin != SO_EE_ORIGIN_ICMP && ee.ee_origin != SO_EE_ORIGIN_ICMP6) continue;
+            const IcmpError e{ee.ee_type, ee.ee_code, ee.ee_info};
+            const size_t got = std::min(size_t(r), sizeof quote);
+            // The datagram's own length, not the quote's: a router may
+            // quote 8 bytes of it (RFC 792), and the guest's kernel guesses
+            // a path MTU from the quoted length when no MTU is given. The
+            // flow's last datagram is the best guess of the one that
+            // erred; at least as long as what the quote holds.
+            const size_t len = build_icmp_error(icmp_.data(), f.ep, f.ep, e, {quote, got},
+                                                std::max<size_t>(size_t(r), f.last_len),
+                                                uint16_t(ip_id_), cfg_.mtu);
+            if (len == 0) continue;
+            guest_.write_frame(VnetHdr{}, {icmp_.data(), len}, {});
+            ++stats_.icmp_to_guest;
+        }
+    }
+}
+
+void FastPath::take_socket_error(Flow &f) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(f.sock.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0) return;
+    ++stats_.socket_errors;
+    // What the error says, without the ICMP message's type or quote: the
+    // guest hears the unreachable it stands for, if any (its connected
+    // socket then fails as the host's did), quoting only the headers.
+    const std::optional<IcmpError> e = unreachable_for(err, f.ep.v6);
+    if (!e) return;
+    const size_t n = build_icmp_error(icmp_.data(), f.ep, f.ep, *e, {}, f.last_len,
+                                      uint16_t(ip_id_), cfg_.mtu);
+    if (n == 0) return;
+    guest_.write_frame(VnetHdr{}, {icmp_.data(), n}, {});
+    ++stats_.icmp_to_guest;
+}
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
+                          uint16_t guest_port) {
+    if (host_len > socklen_t(sizeof(sockaddr_storage)) ||
+        (host->sa_family != AF_INET && host->sa_family != AF_INET6))
+        return EINVAL;
+    UniqueFd fd(::socket(host->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return errno;
+    const int one = 1;
+    // "::" must not also claim the IPv4 port: that is a forward of its own.
+    // No SO_REUSEADDR: for UDP it would let any other socket with it bind
+    // the same port (and take datagrams), and hide EADDRINUSE.
+    if (host->sa_family == AF_INET6 &&
+        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        return errno;
+    if (::bind(fd.get(), host, host_len) < 0) return errno;
+    // On a wildcard address every datagram says which of the host's
+    // addresses it was sent to, for the replies' source.
+    const bool wildcard = is_wildcard(host);
+    if (wildcard &&
+        (host->sa_family == AF_INET
+             ? ::setsockopt(fd.get(), IPPROTO_IP, IP_PKTINFO, &one, sizeof one)
+             : ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one)) < 0)
+        return errno;
+    // Several datagrams of one client per read when they come in a burst.
+    if (cfg_.segmentation) (void)::setsockopt(fd.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
+    size_t slot = 0;
+    while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
+    if (slot == fwds_.size()) fwds_.emplace_back();
+    // Level-triggered: one batch per forward and round.
+    if (events_.add(fd.get(), EPOLLIN, kForwardTag | slot) < 0) return errno;
+    flush(); // a run queued for a client of the forward that had this slot
+    clients_.open_forward(slot, now());
+    Forward &f = fwds_[slot];
+    f.fd = std::move(fd);
+    f.wildcard = wildcard;
+    std::memset(&f.host, 0, sizeof f.host);
+    std::memcpy(&f.host, host, host_len);
+    f.host_len = host_len;
+    f.guest4 = guest4;
+    f.guest_port = guest_port;
+    return 0;
+}
+
+void FastPath::add_forward(const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    f.check_added(add_forward(h.get(), h.len, f.guest, f.guest_port));
+}
+
+void FastPath::remove_forward(const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    (void)remove_forward(h.get(), h.len);
+}
+
+void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
+    if (!f.udp) return;
+    if (taken)
+        keep_for_libslirp(f.guest, f.guest_port);
+    else
+        release_to_fast_path(f.guest, f.guest_port);
+}
+
+bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
+    for (size_t slot = 0; slot < fwds_.size(); ++slot) {
+        Forward &f = fwds_[slot];
+        if (!f.fd || !same_ip_port(f.host, host, host_len)) continue;
+        close_forward_flows(slot);
+        f.fd.reset(); // leaves the epoll set with it
+        return true;
+    }
+    return false;
+}
+
+size_t FastPath::forwards() const {
+    size_t n = 0;
+    for (const Forward &f : fwds_) n += f.fd ? 1 : 0;
+    return n;
+}
+
+void FastPath::close_forward_flows(size_t slot) {
+    while (std::optional<uint32_t> c = clients_.any_of(slot)) close_client(*c);
+}
+
+std::optional<uint16_t> FastPath::visible_port(size_t slot, const ClientAddr &client,
+                                               const Endpoints &ep) const {
+    // Loopback, IPv6 and in-network clients all come from the gateway as
+    // the guest sees them: two with the same port, on one forward or on two
+    // forwards to the same guest end (127.0.0.1 and ::1), or a client and a
+    // flow the guest opened, must not share a 4-tuple, or the guest's
+    // replies could not be told apart. Draws from a keyed hash of the
+    // client, so a client cannot choose the port it lands on.
+    uint64_t h = hash_mix(port_seed_, slot);
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client)));
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 8));
+    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 16));
+    for (int draw = 0; draw <= kPortDraws; ++draw) {
+        uint16_t port = ep.remote_port;
+        if (draw != 0) {
+            h = hash_mix(h, uint64_t(draw));
+            port = uint16_t(1024 + h % (65536 - 1024));
+        }
+        if (clients_.find_guest_side(ep.guest, ep.remote, ep.guest_port, port)) continue;
+        if (table_.find(ep.guest, ep.remote, ep.guest_port, port, false,
+                        table_.hash(ep.guest, ep.remote, ep.guest_port, port, false)))
+            continue;
+        return port;
+    }
+    return std::nullopt;
+}
+
+std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &client,
+                                                 socklen_t len, int64_t now_ms) {
+    if (std::optional<uint32_t> idx = clients_.find_client(slot, client)) return idx;
+    // A new client: its forward's rate first (a flood of new source ports
+    // spends the forward's tokens, never the guest's).
+    if (!clients_.take_token(slot, now_ms)) {
+        ++stats_.forward_rate_limited;
+        return std::nullopt;
+    }
+    const Forward &fw = fwds_[slot];
+    Endpoints ep;
+    ep.v6 = false;
+    if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
+    gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
+    map_v4(ipv4_bytes(fw.guest4).data(), ep.guest);
+    sockaddr_storage peer{};
+    std::memcpy(&peer, &client, std::min<size_t>(len, sizeof client));
+    map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
+    ep.guest_port = fw.guest_port;
+    ep.remote_port = client_port(client);
+    const std::optional<uint16_t> port = visible_port(slot, client, ep);
+    if (!port) {
+        ++stats_.forward_clashes;
+        return std::nullopt;
+    }
+    if (*port != ep.remote_port) ++stats_.forward_remapped;
+    ep.remote_port = *port;
+    const ClientPool::Place place = clients_.place_for(slot);
+    if (place.room == ClientPool::Room::None) {
+        ++stats_.forward_full;
+        return std::nullopt;
+    }
+    if (place.room == ClientPool::Room::Evict) {
+        close_client(place.victim);
+        ++stats_.forward_evicted;
+    }
+    const std::optional<uint32_t> idx = clients_.add(slot, client, len, ep, now_ms);
+    if (!idx) { // not after place_for: cannot happen
+        ++stats_.forward_full;
+        return std::nullopt;
+    }
+    clients_[*idx].segmentation = cfg_.segmentation;
+    ++stats_.flows_opened;
+    ++stats_.forward_admitted;
+    return idx;
+}
+
+void FastPath::receive_forward(size_t slot) {
+    if (slot >= fwds_.size() || !fwds_[slot].fd) return;
+    for (size_t i = 0; i < kRecvBatch; ++i) {
+        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        m = msghdr{};
+        m.msg_name = &rx_names_[i];
+        m.msg_namelen = sizeof rx_names_[i];
+        m.msg_iov = &rx_iov_[i];
+        m.msg_iovlen = 1;
+        m.msg_control = rx_ctl_[i].data();
+        m.msg_controllen = sizeof rx_ctl_[i];
+    }
+    const int n =
+        ::recvmmsg(fwds_[slot].fd.get(), rx_msgs_.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
+    if (n <= 0) return;
+    const int64_t t = now();
+    for (int i = 0; i < n; ++i) {
+        msghdr &m = rx_msgs_[i].msg_hdr;
+        ++stats_.forward_datagrams;
+        if (m.msg_namelen < sizeof(sockaddr_in) ||
+            (rx_names_[i].sa.sa_family != AF_INET && rx_names_[i].sa.sa_family != AF_INET6))
+            continue;
+        const std::optional<uint32_t> idx =
+            forwarded_flow(slot, rx_names_[i], m.msg_namelen, t);
+        if (!idx) continue;
+        clients_.touch(*idx, t);
+        Flow &f = clients_[*idx];
+        const size_t len = rx_msgs_[i].msg_len;
+        const Received r = read_cmsgs(m, len);
+        // The latest address the client used, should it change.
+        if (fwds_[slot].wildcard) f.reply_from = r.to;
+        static const uint8_t zero[6] = {};
+        if (std::memcmp(f.ep.guest_mac, zero, 6) == 0) {
+            if (!guest_mac_known_) {
+                // Dropped, as a network drops what waits for ARP too long;
+                // the client's retry finds the MAC known.
+                ++stats_.forward_waiting_mac;
+                if (last_arp_ms_ < 0 || t - last_arp_ms_ >= kArpIntervalMs) {
+                    last_arp_ms_ = t;
+                    send_arp(fwds_[slot].guest4);
+                }
+                continue;
+            }
+            std::memcpy(f.ep.guest_mac, guest_mac_, 6);
+        }
+        const uint8_t *data = rx_buf_.data() + size_t(i) * kRecvBuf;
+        if (len == 0) { // an empty datagram is one too
+            to_guest(f, {});
+            continue;
+        }
+        // A coalesced read (one client's burst): one GSO frame where the
+        // tap takes them. Reads are not joined across clients or reads.
+        run_to_guest(f, {data, len}, r.seg);
+    }
+}
+
+void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
+    if (frame.size() < kEthLen) return;
+    const uint8_t *mac = frame.data() + 6;
+    if (guest_mac_known_ && std::memcmp(mac, guest_mac_, 6) == 0) return;
+    static const uint8_t zero[6] = {};
+    if ((mac[0] & 1) != 0 || std::memcmp(mac, zero, 6) == 0) return; // not unicast
+    std::memcpy(guest_mac_, mac, 6);
+    guest_mac_known_ = true;
+}
+
+void FastPath::send_arp(uint32_t guest4) {
+    // Who has <guest>? Tell <gateway>, from the gateway's MAC as libslirp
+    // asks (the answer reaches libslirp too, which learns from it).
+    uint8_t f[42] = {};
+    std::memset(f, 0xff, 6);
+    const std::array<uint8_t, 4> gw = ipv4_bytes(cfg_.gateway4);
+    const std::array<uint8_t, 4> g = ipv4_bytes(guest4);
+    gateway_mac4(gw.data(), f + 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
+    std::memcpy(f + 14, arp, 8);
+    std::memcpy(f + 22, f + 6, 6); // sender MAC
+    std::memcpy(f + 28, gw.data(), 4);
+    std::memcpy(f + 38, g.data(), 4);
+    guest_.write_frame(VnetHdr{}, {f, sizeof f}, {});
+    ++stats_.arp_requests;
 }
 
 } // namespace rknp::udp
