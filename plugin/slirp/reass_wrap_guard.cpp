@@ -40,7 +40,7 @@ ReassWrapGuard::Slot *ReassWrapGuard::find(uint64_t key) {
 
 void ReassWrapGuard::from_slirp(std::span<const uint8_t> frame) {
     tcp::Segment s;
-    if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
+    if (tcp::parse_segment(frame, s) != Parse::Ok) return;
     if (!(s.flags & tcp::kAck)) return;
     uint64_t key = flow_key(seed_, s.dst, s.src, s.dport, s.sport);
     Slot &slot = slots_[(key >> 1) % kSlots];
@@ -52,7 +52,7 @@ void ReassWrapGuard::from_slirp(std::span<const uint8_t> frame) {
 
 bool ReassWrapGuard::allow(std::span<const uint8_t> frame) {
     tcp::Segment s;
-    if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return true;
+    if (tcp::parse_segment(frame, s) != Parse::Ok) return true;
     if (s.flags & (tcp::kSyn | tcp::kRst)) return true;
     uint32_t len = uint32_t(s.payload.size()) + ((s.flags & tcp::kFin) ? 1 : 0);
     if (len == 0) return true; // a pure ACK queues nothing

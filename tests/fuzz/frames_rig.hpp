@@ -182,7 +182,7 @@ struct SentSeqs {
 
     void note(std::span<const uint8_t> frame) {
         tcp::Segment s;
-        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
+        if (tcp::parse_segment(frame, s) != Parse::Ok) return;
         uint32_t next = s.seq + uint32_t(s.payload.size()) +
                         ((s.flags & (tcp::kSyn | tcp::kFin)) ? 1 : 0);
         for (auto &e : entries)
@@ -205,7 +205,7 @@ struct SentSeqs {
         bool partial = vnet && (raw[0] & kVnetNeedsCsum) != 0;
         std::span<uint8_t> frame = vnet ? raw.subspan(kVnetHdrSize) : raw;
         tcp::Segment s;
-        if (tcp::parse_segment(frame, s) != tcp::Parse::Ok) return;
+        if (tcp::parse_segment(frame, s) != Parse::Ok) return;
         for (const auto &e : entries)
             if (!std::memcmp(e.guest, s.src, 16) && !std::memcmp(e.remote, s.dst, 16) &&
                 e.gport == s.sport && e.rport == s.dport) {

@@ -284,19 +284,19 @@ TEST_CASE("icmp_echo: guest echo requests are parsed and checked") {
     }
     SUBCASE("anything but an echo request is not ours") {
         CHECK(parse_echo_request(echo4("10.0.2.100", "192.0.2.1", 1, 1, {}, 0), r) ==
-              Parse::NotEcho);
+              Parse::NotMine);
         Bytes frag = f;
         put_be16(frag.data() + 20, 0x2000); // More Fragments
-        CHECK(parse_echo_request(frag, r) == Parse::NotEcho);
+        CHECK(parse_echo_request(frag, r) == Parse::NotMine);
         Bytes udp = f;
         udp[14 + 9] = 17;
-        CHECK(parse_echo_request(udp, r) == Parse::NotEcho);
+        CHECK(parse_echo_request(udp, r) == Parse::NotMine);
         Bytes ns = echo6("fd00::100", "fd00::2", 1, 1, {}, 135);
-        CHECK(parse_echo_request(ns, r) == Parse::NotEcho);
+        CHECK(parse_echo_request(ns, r) == Parse::NotMine);
         Bytes ext = echo6("fd00::100", "2001:db8::1", 1, 1, {});
         ext[14 + 6] = 0; // a hop-by-hop header
-        CHECK(parse_echo_request(ext, r) == Parse::NotEcho);
-        CHECK(parse_echo_request(Bytes(13, 0), r) == Parse::NotEcho);
+        CHECK(parse_echo_request(ext, r) == Parse::NotMine);
+        CHECK(parse_echo_request(Bytes(13, 0), r) == Parse::NotMine);
     }
     SUBCASE("IPv6: the checksum covers the pseudo-header") {
         Bytes g = echo6("fd00::100", "2001:db8::1", 9, 3, payload_of(100));

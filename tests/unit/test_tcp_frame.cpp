@@ -102,26 +102,26 @@ TEST_CASE("tcp_frame: hostile lengths never parse as Ok") {
     CHECK(parse_segment(f, s) == Parse::Malformed);
 }
 
-TEST_CASE("tcp_frame: not TCP, fragments, extension headers are NotTcp") {
+TEST_CASE("tcp_frame: not TCP, fragments, extension headers are NotMine") {
     Segment s;
     Bytes f = v4_syn();
     f[14 + 9] = 17; // UDP
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
     f = v4_syn();
     put16(f.data() + 14 + 6, 0x2000); // MF
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
     f = v4_syn();
     put16(f.data() + 14 + 6, 0x0010); // offset
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
     f = v6_seg(0);
     f[14 + 6] = 0; // hop-by-hop header first
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
     f = v4_syn();
     put16(f.data() + 12, 0x0806); // ARP
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
     f = v4_syn();
     f[14] = 0x65; // version 6 in an IPv4 ethertype
-    CHECK(parse_segment(f, s) == Parse::NotTcp);
+    CHECK(parse_segment(f, s) == Parse::NotMine);
 }
 
 TEST_CASE("tcp_frame: IPv4 options are skipped") {

@@ -12,13 +12,13 @@
 
 namespace rknp {
 
-enum class IpParse {
-    Other,     // not an IPv4/IPv6 packet of the protocol we can look into
-               // (other ethertypes and protocols, IPv4 fragments, IPv6
-               // extension headers, frames too short for the IP header)
-    Malformed, // a packet of the protocol whose IP lengths lie: drop
-    Ok,
-};
+// What every frame parser of the paths answers (the IP layer's here, the
+// TCP, UDP and echo parsers' on top of it): NotMine, a frame of another
+// kind (other ethertypes and protocols, IPv4 fragments, IPv6 extension
+// headers, frames too short for the IP header, what the parser does not
+// look into: the next path's or libslirp's); Malformed, a frame of its
+// kind whose lengths lie: drop; Ok.
+enum class Parse { NotMine, Malformed, Ok };
 
 // A validated packet: both spans lie inside the frame, header directly
 // followed by l4.
@@ -33,12 +33,12 @@ struct IpPacket {
 
 // Parses the Ethernet frame eth_frame (no vnet header) as an IPv4 packet of
 // protocol proto4 or an IPv6 packet whose next header is proto6. IPv4: the
-// version, protocol and no fragment bits (MF, offset) decide Other; an IHL
+// version, protocol and no fragment bits (MF, offset) decide NotMine; an IHL
 // below 5 or a total length below the IHL or past the frame is Malformed;
 // options are skipped, the header checksum is not checked. IPv6: the
-// version and next header decide Other; a payload length past the frame is
+// version and next header decide NotMine; a payload length past the frame is
 // Malformed. out is set only on Ok.
-IpParse parse_ip(std::span<const uint8_t> eth_frame, uint8_t proto4, uint8_t proto6,
-                 IpPacket &out);
+Parse parse_ip(std::span<const uint8_t> eth_frame, uint8_t proto4, uint8_t proto6,
+               IpPacket &out);
 
 } // namespace rknp

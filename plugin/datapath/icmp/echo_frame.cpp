@@ -50,11 +50,11 @@ void put_ip4(uint8_t *ip, const ReplyEnds &e, size_t total, uint16_t id,
 
 Parse parse_echo_request(std::span<const uint8_t> frame, EchoRequest &r) {
     IpPacket ip;
-    if (const IpParse v = parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip); v != IpParse::Ok)
-        return v == IpParse::Other ? Parse::NotEcho : Parse::Malformed;
+    if (const Parse v = parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip); v != Parse::Ok)
+        return v; // NotMine or Malformed, as the IP layer says
     const uint8_t *l4 = ip.l4.data();
     if (ip.l4.size() < kIcmpLen) return Parse::Malformed;
-    if (l4[0] != (ip.v6 ? kEchoRequest6 : kEchoRequest4)) return Parse::NotEcho;
+    if (l4[0] != (ip.v6 ? kEchoRequest6 : kEchoRequest4)) return Parse::NotMine;
     if (!ip.v6 && csum_fold(csum_add(0, ip.header.data(), ip.header.size())) != 0xffff)
         return Parse::Malformed;
     // Ping sockets send only code 0 (EINVAL otherwise); neither RFC 792

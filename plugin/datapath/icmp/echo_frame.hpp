@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "datapath/flows/ip_packet.hpp"
 #include "datapath/guest_sink.hpp"
 
 namespace rknp::icmp {
@@ -37,16 +38,12 @@ struct EchoRequest {
     std::span<const uint8_t> packet;  // the IP packet, headers and all
 };
 
-enum class Parse {
-    NotEcho,   // not an IPv4/IPv6 echo request we can look into: not ours
-    Malformed, // an echo request whose lengths, code or IPv4 header
-               // checksum lie: drop
-    Ok,
-};
-
+// Parse (flows/ip_packet.hpp): NotMine, not an IPv4/IPv6 echo request we
+// can look into; Malformed, an echo request whose lengths, code or IPv4
+// header checksum lie.
 // Parses an Ethernet frame without vnet header. Anything but an ICMP echo
 // request (other ICMP types, NDP among them), IPv4 fragments and IPv6
-// packets with extension headers are NotEcho (libslirp's business); IPv4
+// packets with extension headers are NotMine (libslirp's business); IPv4
 // options are skipped; Ethernet padding after the IP packet is ignored.
 Parse parse_echo_request(std::span<const uint8_t> frame, EchoRequest &out);
 

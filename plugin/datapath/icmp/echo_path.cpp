@@ -61,7 +61,7 @@ Verdict EchoPath::guest_frame(std::span<const uint8_t> frame) {
     if (!enabled()) return Verdict::NotMine;
     EchoRequest r;
     switch (parse_echo_request(frame, r)) {
-    case Parse::NotEcho:
+    case Parse::NotMine:
         return Verdict::NotMine;
     case Parse::Malformed:
         ++stats_.malformed;

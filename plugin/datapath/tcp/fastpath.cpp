@@ -164,7 +164,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     learn_guest_mac(frame);
     Segment s;
     switch (parse_segment(frame, s)) {
-    case Parse::NotTcp:
+    case Parse::NotMine:
         return Verdict::NotMine;
     case Parse::Malformed:
         ++stats_.malformed;

@@ -50,8 +50,8 @@ void parse_options(const uint8_t *p, size_t len, Segment &s) {
 
 Parse parse_segment(std::span<const uint8_t> frame, Segment &s) {
     IpPacket ip;
-    if (const IpParse v = parse_ip(frame, kProtoTcp, kProtoTcp, ip); v != IpParse::Ok)
-        return v == IpParse::Other ? Parse::NotTcp : Parse::Malformed;
+    if (const Parse v = parse_ip(frame, kProtoTcp, kProtoTcp, ip); v != Parse::Ok)
+        return v; // NotMine or Malformed, as the IP layer says
     // An IPv6 payload length of 0 (a jumbogram's) falls here too.
     const uint8_t *l4 = ip.l4.data();
     const size_t l4_len = ip.l4.size();

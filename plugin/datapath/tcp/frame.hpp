@@ -12,6 +12,7 @@
 #include <span>
 
 #include "datapath/flows/endpoints.hpp"
+#include "datapath/flows/ip_packet.hpp"
 #include "datapath/offload.hpp"
 
 namespace rknp::tcp {
@@ -44,16 +45,12 @@ struct Segment {
     std::span<const uint8_t> payload;
 };
 
-enum class Parse {
-    NotTcp,    // not an IPv4/IPv6 TCP segment we can look into: not ours
-    Malformed, // claims to be TCP but its lengths lie: drop
-    Ok,
-};
-
+// Parse (flows/ip_packet.hpp): NotMine, not an IPv4/IPv6 TCP segment we
+// can look into; Malformed, it claims to be TCP but its lengths lie.
 // Parses an Ethernet frame (no vnet header, checksums already complete or
 // not checked: a guest that can compute a good checksum gains nothing from
 // a bad one, and the tap never corrupts). IPv4 options are skipped; IPv4
-// fragments and IPv6 extension headers are NotTcp (libslirp's business);
+// fragments and IPv6 extension headers are NotMine (libslirp's business);
 // Ethernet padding after the IP datagram is ignored.
 Parse parse_segment(std::span<const uint8_t> frame, Segment &out);
 

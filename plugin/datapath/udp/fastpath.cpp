@@ -168,7 +168,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     learn_guest_mac(frame);
     Datagram d;
     switch (parse_datagram(frame, d)) {
-    case Parse::NotUdp:
+    case Parse::NotMine:
         return parse_port_unreachable(frame, d) && guest_port_unreachable(d) ? Verdict::Consumed
                                                                                : Verdict::NotMine;
     case Parse::Malformed:

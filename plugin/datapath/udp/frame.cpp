@@ -81,8 +81,8 @@ uint64_t pseudo_sum(bool v6, const uint8_t *src, const uint8_t *dst,
 
 Parse parse_datagram(std::span<const uint8_t> frame, Datagram &d) {
     IpPacket ip;
-    if (const IpParse v = parse_ip(frame, kProtoUdp, kProtoUdp, ip); v != IpParse::Ok)
-        return v == IpParse::Other ? Parse::NotUdp : Parse::Malformed;
+    if (const Parse v = parse_ip(frame, kProtoUdp, kProtoUdp, ip); v != Parse::Ok)
+        return v; // NotMine or Malformed, as the IP layer says
     const uint8_t *l4 = ip.l4.data();
     if (ip.l4.size() < kUdpLen) return Parse::Malformed;
     const size_t udp_len = be16(l4 + 4);
@@ -246,7 +246,7 @@ size_t build_icmp_error(uint8_t *out, const Endpoints &outer, const Endpoints &e
 
 bool parse_port_unreachable(std::span<const uint8_t> frame, Datagram &q) {
     IpPacket ip;
-    if (parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip) != IpParse::Ok) return false;
+    if (parse_ip(frame, kProtoIcmp, kProtoIcmp6, ip) != Parse::Ok) return false;
     const std::span<const uint8_t> icmp = ip.l4;
     if (icmp.size() < 8) return false;
     if (ip.v6 ? (icmp[0] != 1 || icmp[1] != 4) : (icmp[0] != 3 || icmp[1] != 3)) return false;

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "datapath/flows/endpoints.hpp"
+#include "datapath/flows/ip_packet.hpp"
 #include "datapath/offload.hpp"
 
 namespace rknp::udp {
@@ -39,17 +40,13 @@ struct Datagram {
     std::span<const uint8_t> payload;
 };
 
-enum class Parse {
-    NotUdp,    // not an IPv4/IPv6 UDP datagram we look into: not ours
-    Malformed, // claims to be UDP but its lengths lie, or an IPv6 datagram
-               // without a checksum (RFC 8200 forbids it): drop
-    Ok,
-};
-
+// Parse (flows/ip_packet.hpp): NotMine, not an IPv4/IPv6 UDP datagram we
+// look into; Malformed, it claims to be UDP but its lengths lie, or an
+// IPv6 datagram without a checksum (RFC 8200 forbids it).
 // Parses an Ethernet frame (no vnet header). Checksums are not checked (a
 // guest that can compute a good one gains nothing from a bad one). IP
 // fragments (reassembled before this) and IPv6 extension headers are
-// NotUdp (libslirp's business); padding after the datagram is ignored.
+// NotMine (libslirp's business); padding after the datagram is ignored.
 Parse parse_datagram(std::span<const uint8_t> frame, Datagram &out);
 
 // Whether a datagram of payload_len bytes fits the guest's MTU in one frame.

@@ -22,7 +22,7 @@ bool UdpGsoSplitter::start(std::span<const uint8_t> frame, const VnetHdr &h) {
     // The IP length bounds the datagram (the UDP length field of a
     // super-frame is not the kernel's to keep); padding after it is dropped.
     IpPacket p;
-    if (h.gso_size == 0 || parse_ip(frame, kProtoUdp, kProtoUdp, p) != IpParse::Ok ||
+    if (h.gso_size == 0 || parse_ip(frame, kProtoUdp, kProtoUdp, p) != Parse::Ok ||
         p.l4.size() < udp::kUdpLen)
         return false;
     const size_t payload = p.l4.size() - udp::kUdpLen;
