@@ -49,4 +49,17 @@ struct ForwardSpec {
     void check_added(int err) const;
 };
 
+// The Path interface's forwards for a path whose own take the host side as
+// a socket address (the TCP and UDP fast paths): path.add_forward(host,
+// host_len, guest4, guest_port) returns 0 or an errno, path.remove_forward(
+// host, host_len) whether it had one.
+template <class P> void add_socket_forward(P &path, const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    f.check_added(path.add_forward(h.get(), h.len, f.guest, f.guest_port));
+}
+template <class P> void remove_socket_forward(P &path, const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    (void)path.remove_forward(h.get(), h.len);
+}
+
 } // namespace rknp

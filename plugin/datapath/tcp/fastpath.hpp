@@ -109,8 +109,8 @@ public:
     size_t forwards() const;
     // The same through the Path interface: TCP forwards.
     bool carries(const ForwardSpec &f) const override { return !f.udp; }
-    void add_forward(const ForwardSpec &f) override;
-    void remove_forward(const ForwardSpec &f) override;
+    void add_forward(const ForwardSpec &f) override { add_socket_forward(*this, f); }
+    void remove_forward(const ForwardSpec &f) override { remove_socket_forward(*this, f); }
 
     // The tap went away (the stack loop's detach path): no guest to talk
     // to, so every flow ends at once, its host peer reset, and no frame

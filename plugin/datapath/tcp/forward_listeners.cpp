@@ -60,16 +60,6 @@ void reset_close(UniqueFd &fd) {
 
 } // namespace
 
-void FastPath::add_forward(const ForwardSpec &f) {
-    const ForwardSpec::HostAddress h = f.host_address();
-    f.check_added(add_forward(h.get(), h.len, f.guest, f.guest_port));
-}
-
-void FastPath::remove_forward(const ForwardSpec &f) {
-    const ForwardSpec::HostAddress h = f.host_address();
-    (void)remove_forward(h.get(), h.len);
-}
-
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
     for (size_t slot = 0; slot < fwds_.size(); ++slot) {
         ForwardListener &l = fwds_[slot];

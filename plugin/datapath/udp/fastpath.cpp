@@ -759,16 +759,6 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     return 0;
 }
 
-void FastPath::add_forward(const ForwardSpec &f) {
-    const ForwardSpec::HostAddress h = f.host_address();
-    f.check_added(add_forward(h.get(), h.len, f.guest, f.guest_port));
-}
-
-void FastPath::remove_forward(const ForwardSpec &f) {
-    const ForwardSpec::HostAddress h = f.host_address();
-    (void)remove_forward(h.get(), h.len);
-}
-
 void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
     if (!f.udp) return;
     if (taken)

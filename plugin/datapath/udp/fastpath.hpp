@@ -177,8 +177,8 @@ public:
     // The same through the Path interface: UDP forwards; one a later path
     // (libslirp) carries keeps its guest end there.
     bool carries(const ForwardSpec &f) const override { return f.udp; }
-    void add_forward(const ForwardSpec &f) override;
-    void remove_forward(const ForwardSpec &f) override;
+    void add_forward(const ForwardSpec &f) override { add_socket_forward(*this, f); }
+    void remove_forward(const ForwardSpec &f) override { remove_socket_forward(*this, f); }
     void forward_behind(const ForwardSpec &f, bool taken) override;
 
     // The guest end (IPv4, host byte order) of a UDP forward libslirp
