@@ -19,6 +19,17 @@ void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]) {
     std::memcpy(mac + 2, src6 + 12, 4);
 }
 
+bool learn_guest_mac(std::span<const uint8_t> frame, uint8_t mac[6], bool &known) {
+    if (frame.size() < kEthLen) return false;
+    const uint8_t *src = frame.data() + 6;
+    if (known && std::memcmp(src, mac, 6) == 0) return false;
+    static const uint8_t zero[6] = {};
+    if ((src[0] & 1) != 0 || std::memcmp(src, zero, 6) == 0) return false; // not unicast
+    std::memcpy(mac, src, 6);
+    known = true;
+    return true;
+}
+
 void map_v4(const uint8_t v4[4], uint8_t out[16]) {
     std::memset(out, 0, 10);
     out[10] = out[11] = 0xff;

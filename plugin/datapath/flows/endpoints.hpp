@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace rknp {
 
@@ -31,6 +32,11 @@ struct Endpoints {
 // IPv6 52:56:<last 4 bytes of the frame's source address>.
 void gateway_mac4(const uint8_t gw4[4], uint8_t mac[6]);
 void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]);
+
+// The guest's MAC as a fast path learns it, from the source of each guest
+// frame (the guest may change it): kept in mac, known set, when unicast
+// and not zero. True when it was learnt anew (first, or changed).
+bool learn_guest_mac(std::span<const uint8_t> eth_frame, uint8_t mac[6], bool &known);
 
 // IPv4-mapped helpers.
 void map_v4(const uint8_t v4[4], uint8_t out[16]);

@@ -291,15 +291,10 @@ void FastPath::tap_detached() {
 }
 
 void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
-    if (frame.size() < kEthLen) return;
-    const uint8_t *mac = frame.data() + 6;
-    if (guest_mac_known_ && std::memcmp(mac, guest_mac_, 6) == 0) return;
-    static const uint8_t zero[6] = {};
-    if ((mac[0] & 1) != 0 || std::memcmp(mac, zero, 6) == 0) return; // not unicast
-    std::memcpy(guest_mac_, mac, 6);
     const bool first = !guest_mac_known_;
-    guest_mac_known_ = true;
-    if (!first || table_.open_flows() == 0) return;
+    if (!rknp::learn_guest_mac(frame, guest_mac_, guest_mac_known_) || !first ||
+        table_.open_flows() == 0)
+        return;
     // SYNs of forwarded connections waited for it (rare: once per tap).
     int64_t t = now();
     for (uint32_t idx = 0; idx < table_.slots(); ++idx) {

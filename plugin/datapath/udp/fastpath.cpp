@@ -920,13 +920,7 @@ void FastPath::receive_forward(size_t slot) {
 }
 
 void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
-    if (frame.size() < kEthLen) return;
-    const uint8_t *mac = frame.data() + 6;
-    if (guest_mac_known_ && std::memcmp(mac, guest_mac_, 6) == 0) return;
-    static const uint8_t zero[6] = {};
-    if ((mac[0] & 1) != 0 || std::memcmp(mac, zero, 6) == 0) return; // not unicast
-    std::memcpy(guest_mac_, mac, 6);
-    guest_mac_known_ = true;
+    (void)rknp::learn_guest_mac(frame, guest_mac_, guest_mac_known_);
 }
 
 void FastPath::send_arp(uint32_t guest4) {
