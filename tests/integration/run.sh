@@ -395,7 +395,7 @@ sandbox_case() {
     local out want=1 filtered
     [ "$(landlock_abi)" -ge 1 ] && want=3
     out=$(run --stats -- sh -c "$SECCOMP_MODES" 2>&1) || { echo "$out"; return 1; }
-    echo "$out" | grep -q "sandbox=$want\$" ||
+    echo "$out" | grep -Eq "(^| )sandbox=$want( |\$)" ||
         { echo "stats.sandbox is not $want: $out"; return 1; }
     filtered=$(echo "$out" | grep -c '^Seccomp:2$' || true)
     [ "$filtered" = 1 ] || { echo "$filtered filtered threads, want 1 (the stack thread): $out"; return 1; }
@@ -404,7 +404,7 @@ sandbox_case() {
     grep -q "sandbox on the stack thread: seccomp on, Landlock $([ $want = 3 ] && echo on || echo off)" \
         "$SCRATCH/plugin.log" || { echo "the log does not say what is in force"; return 1; }
     out=$(run --stats --disable-sandbox -- sh -c "$SECCOMP_MODES" 2>&1) || { echo "$out"; return 1; }
-    echo "$out" | grep -q 'sandbox=0$' || { echo "disable_sandbox left bits set: $out"; return 1; }
+    echo "$out" | grep -Eq '(^| )sandbox=0( |$)' || { echo "disable_sandbox left bits set: $out"; return 1; }
     ! echo "$out" | grep -q '^Seccomp:2$' || { echo "disable_sandbox left a filter: $out"; return 1; }
 }
 check "the stack thread alone is sandboxed (seccomp, Landlock where the kernel has it); disable_sandbox turns it off" \
