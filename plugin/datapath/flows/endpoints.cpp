@@ -19,6 +19,21 @@ void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]) {
     std::memcpy(mac + 2, src6 + 12, 4);
 }
 
+void gateway_arp_request(uint32_t gateway4, const uint8_t guest4[4],
+                         uint8_t f[kArpRequestLen]) {
+    std::memset(f, 0, kArpRequestLen);
+    std::memset(f, 0xff, 6);
+    const std::array<uint8_t, 4> gw = ipv4_bytes(gateway4);
+    gateway_mac4(gw.data(), f + 6);
+    f[12] = 0x08;
+    f[13] = 0x06;
+    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
+    std::memcpy(f + 14, arp, 8);
+    std::memcpy(f + 22, f + 6, 6); // sender MAC
+    std::memcpy(f + 28, gw.data(), 4); // sender IP
+    std::memcpy(f + 38, guest4, 4);    // target IP
+}
+
 bool learn_guest_mac(std::span<const uint8_t> frame, uint8_t mac[6], bool &known) {
     if (frame.size() < kEthLen) return false;
     const uint8_t *src = frame.data() + 6;

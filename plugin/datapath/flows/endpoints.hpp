@@ -33,6 +33,14 @@ struct Endpoints {
 void gateway_mac4(const uint8_t gw4[4], uint8_t mac[6]);
 void gateway_mac6(const uint8_t src6[16], uint8_t mac[6]);
 
+// The ARP request a fast path sends when it has a frame for a guest whose
+// MAC it has not learnt: "who has guest4? tell gateway4", broadcast, from
+// the gateway's MAC as libslirp asks (the guest's answer reaches libslirp
+// too, which learns from it). 42 bytes: Ethernet + ARP for IPv4.
+inline constexpr size_t kArpRequestLen = 42;
+void gateway_arp_request(uint32_t gateway4, const uint8_t guest4[4],
+                         uint8_t frame[kArpRequestLen]);
+
 // The guest's MAC as a fast path learns it, from the source of each guest
 // frame (the guest may change it): kept in mac, known set, when unicast
 // and not zero. True when it was learnt anew (first, or changed).

@@ -310,19 +310,8 @@ void FastPath::send_arp(const uint8_t guest[16]) {
         ++stats_.frames_lost;
         return;
     }
-    // Who has <guest>? Tell <gateway>: from the gateway's MAC, as libslirp
-    // asks (its answer also reaches libslirp, which learns it too).
-    uint8_t f[42] = {};
-    std::memset(f, 0xff, 6);
-    const std::array<uint8_t, 4> gw = ipv4_bytes(cfg_.gateway4);
-    gateway_mac4(gw.data(), f + 6);
-    f[12] = 0x08;
-    f[13] = 0x06;
-    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
-    std::memcpy(f + 14, arp, 8);
-    std::memcpy(f + 22, f + 6, 6); // sender MAC
-    std::memcpy(f + 28, gw.data(), 4);    // sender IP
-    std::memcpy(f + 38, guest + 12, 4);
+    uint8_t f[kArpRequestLen];
+    gateway_arp_request(cfg_.gateway4, guest + 12, f);
     out_.append_raw(f);
     ++stats_.arp_requests;
 }

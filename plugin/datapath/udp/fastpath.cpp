@@ -924,20 +924,8 @@ void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
 }
 
 void FastPath::send_arp(uint32_t guest4) {
-    // Who has <guest>? Tell <gateway>, from the gateway's MAC as libslirp
-    // asks (the answer reaches libslirp too, which learns from it).
-    uint8_t f[42] = {};
-    std::memset(f, 0xff, 6);
-    const std::array<uint8_t, 4> gw = ipv4_bytes(cfg_.gateway4);
-    const std::array<uint8_t, 4> g = ipv4_bytes(guest4);
-    gateway_mac4(gw.data(), f + 6);
-    f[12] = 0x08;
-    f[13] = 0x06;
-    const uint8_t arp[8] = {0, 1, 0x08, 0x00, 6, 4, 0, 1}; // Ethernet, IPv4, request
-    std::memcpy(f + 14, arp, 8);
-    std::memcpy(f + 22, f + 6, 6); // sender MAC
-    std::memcpy(f + 28, gw.data(), 4);
-    std::memcpy(f + 38, g.data(), 4);
+    uint8_t f[kArpRequestLen];
+    gateway_arp_request(cfg_.gateway4, ipv4_bytes(guest4).data(), f);
     guest_.write_frame(VnetHdr{}, {f, sizeof f}, {});
     ++stats_.arp_requests;
 }
