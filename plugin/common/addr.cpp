@@ -182,4 +182,9 @@ bool same_ip_port(const sockaddr_storage &a, const sockaddr *b, socklen_t len) {
     return false;
 }
 
+bool is_unicast4(uint32_t a) {
+    uint32_t top = a >> 24;
+    return top != 0 && top != 127 && top < 224;
+}
+
 } // namespace rknp

@@ -17,6 +17,11 @@ namespace rknp {
 
 using Mac = std::array<uint8_t, 6>;
 
+// A unicast IPv4 address (host byte order) a host socket may sensibly
+// talk to or from, and a configuration may name: not 0/8, loopback,
+// multicast or the reserved and broadcast range above it.
+bool is_unicast4(uint32_t host_order);
+
 // An IPv4 network and where its addresses are: by default slirp4netns's
 // layout (gateway .2, DNS .3, DHCP start .15, guest .100), or what
 // rknp_config 1.6 names (ParentConfig::from_c). The DNS address may lie

@@ -26,10 +26,6 @@ bool in_ipv6_prefix(const in6_addr &a) {
     return std::memcmp(a.s6_addr, prefix.s6_addr, kIpv6PrefixLen / 8) == 0;
 }
 
-bool unicast4(uint32_t a) {
-    return a != 0 && (a >> 24) != 127 && (a >> 28) < 14 && a != 0xffffffff;
-}
-
 // rknp_config 1.6: where the IPv4 network's addresses are, and what its
 // other addresses mean. Each address is checked against those named
 // before it, so a message names both.
@@ -59,7 +55,7 @@ void apply_layout(const rknp_config &c, ParentConfig &p) {
                                ? " (outside it needs network_model "
                                  "RKNP_NETWORK_MODEL_HOST)"
                                : ""));
-        if (!unicast4(a))
+        if (!is_unicast4(a))
             throw_invalid(std::string("invalid ") + field + " \"" + shown +
                           "\": not a unicast address");
         for (const auto &[b, what] : taken)

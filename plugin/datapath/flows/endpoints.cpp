@@ -64,9 +64,4 @@ std::array<uint8_t, 4> ipv4_bytes(uint32_t a) {
     return {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
 }
 
-bool is_unicast4(uint32_t a) {
-    uint32_t top = a >> 24;
-    return top != 0 && top != 127 && top < 224;
-}
-
 } // namespace rknp

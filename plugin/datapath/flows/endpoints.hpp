@@ -55,7 +55,5 @@ bool is_mapped_v4(const uint8_t a[16]);
 uint32_t ipv4_of(const uint8_t mapped[16]);
 std::array<uint8_t, 4> ipv4_bytes(uint32_t host_order);
 
-// A unicast IPv4 address a host socket may sensibly talk to or from.
-bool is_unicast4(uint32_t host_order);
 
 } // namespace rknp
