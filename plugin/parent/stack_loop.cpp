@@ -17,7 +17,7 @@
 #include "common/error.hpp"
 #include "common/resolv_conf.hpp"
 #include "datapath/offload.hpp"
-#include "datapath/icmp/echo_path.hpp"
+#include "datapath/icmp/fastpath.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
 #include "handover/server.hpp"
@@ -194,7 +194,7 @@ std::unique_ptr<Path> StackLoop::make_echo_path() {
     ec.admit_entry = [this] { return admit_flow(true) == Admission::Accept; };
     ec.clock = [this] { return now_ms_; };
     ec.shared_epoll_fd = events_.get();
-    auto echo = std::make_unique<icmp::EchoPath>(std::move(ec), tap_);
+    auto echo = std::make_unique<icmp::FastPath>(std::move(ec), tap_);
     cfg_.logger.info(echo->description());
     if (!echo->enabled()) return nullptr;
     return echo;

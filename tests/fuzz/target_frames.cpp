@@ -58,7 +58,7 @@
 #include "datapath/coalescer.hpp"
 #include "datapath/guest_filter.hpp"
 #include "datapath/offload.hpp"
-#include "datapath/icmp/echo_path.hpp"
+#include "datapath/icmp/fastpath.hpp"
 #include "datapath/reassembly.hpp"
 #include "datapath/tcp/fastpath.hpp"
 #include "datapath/udp/fastpath.hpp"
@@ -130,7 +130,7 @@ struct Stack {
     std::unique_ptr<tcp::FastPath> fast;
     UdpOut udp_out;
     std::unique_ptr<udp::FastPath> udp_fast;
-    std::unique_ptr<icmp::EchoPath> echo;
+    std::unique_ptr<icmp::FastPath> echo;
     // libslirp as the catch-all path, as SlirpAdapter is: its gate, then
     // to_libslirp.
     struct SlirpPath final : Path {
@@ -267,14 +267,14 @@ struct Stack {
 
     // With config bit 7, as stack_loop.cpp's make_echo_path has it (off
     // when the probe finds ping sockets refused).
-    std::unique_ptr<icmp::EchoPath> make_echo_path(uint8_t cfg) {
+    std::unique_ptr<icmp::FastPath> make_echo_path(uint8_t cfg) {
         if (!(cfg & 128)) return nullptr;
         const tcp::FastPathConfig fc = fast_path_config(cfg, limits, now_ns);
         icmp::EchoConfig ec = icmp::echo_config_from(fc, fc.mtu);
         ec.max_entries = 8;
         ec.clock = [this] { return now_ms(); };
         ec.admit_entry = [this] { return ingress.admit_flow(now_ms(), true) == Admission::Accept; };
-        auto e = std::make_unique<icmp::EchoPath>(std::move(ec), to_guest);
+        auto e = std::make_unique<icmp::FastPath>(std::move(ec), to_guest);
         if (!e->enabled()) return nullptr;
         return e;
     }

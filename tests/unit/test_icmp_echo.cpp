@@ -2,7 +2,7 @@
 
 // The ICMP echo path (datapath/icmp/): the ping_group_range probe's
 // parsing, guest echo requests parsed and checked, reply frames built (and
-// fragmented), and EchoPath with real ping sockets. Those run in a network
+// fragmented), and FastPath with real ping sockets. Those run in a network
 // namespace of the test's own (own_netns.hpp) that allows ping sockets: the
 // host's ping_group_range is never touched. Without root they are skipped.
 #include <doctest/doctest.h>
@@ -22,7 +22,7 @@
 
 #include "common/config.hpp"
 #include "datapath/checksum.hpp"
-#include "datapath/icmp/echo_path.hpp"
+#include "datapath/icmp/fastpath.hpp"
 #include "libslirp_stand_in.hpp"
 #include "parent/guest_ingress.hpp"
 #include "own_netns.hpp"
@@ -189,7 +189,7 @@ bool in_netns(const std::function<void(bool v6)> &body) {
 }
 
 // Waits for replies (up to 2 s) until want frames have come.
-void await(EchoPath &p, Collect &out, size_t want) {
+void await(FastPath &p, Collect &out, size_t want) {
     for (int i = 0; i < 200 && out.frames.size() < want; ++i) {
         pollfd pfd{p.epoll_fd(), POLLIN, 0};
         if (::poll(&pfd, 1, 10) > 0) p.poll_events();
@@ -394,7 +394,7 @@ TEST_CASE("icmp_echo: refused ping sockets leave every request to libslirp") {
         p.why = "Permission denied";
         return p;
     };
-    EchoPath path(c, out);
+    FastPath path(c, out);
     CHECK(!path.enabled());
     CHECK(path.description().rfind("ICMP echo: libslirp (", 0) == 0);
     CHECK(path.guest_frame(echo4("10.0.2.100", "192.0.2.1", 1, 1, {})) ==
@@ -406,7 +406,7 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
     Collect out;
     EchoConfig c = base_config();
     c.probe = allowed;
-    EchoPath path(c, out);
+    FastPath path(c, out);
     // DNS, the rest of the virtual network, non-unicast: libslirp answers.
     CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.3", 1, 1, {})) == Verdict::NotMine);
     CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.50", 1, 1, {})) == Verdict::NotMine);
@@ -433,7 +433,7 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
         EchoConfig d = base_config();
         d.probe = allowed;
         d.disable_host_loopback = true;
-        EchoPath p2(d, out);
+        FastPath p2(d, out);
         CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::NotMine);
         CHECK(p2.guest_frame(echo6("fd00::100", "fd00::2", 1, 1, {})) == Verdict::NotMine);
     }
@@ -441,7 +441,7 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
         EchoConfig d = base_config();
         d.ipv6 = false;
         d.probe = allowed;
-        EchoPath p2(d, out);
+        FastPath p2(d, out);
         CHECK(p2.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == Verdict::NotMine);
         EchoConfig d6 = base_config();
         d6.probe = [] {
@@ -449,7 +449,7 @@ TEST_CASE("icmp_echo: what stays libslirp's, what is dropped") {
             p.v6 = false;
             return p;
         };
-        EchoPath p3(d6, out);
+        FastPath p3(d6, out);
         CHECK(p3.guest_frame(echo6("fd00::100", "2001:db8::1", 1, 1, {})) == Verdict::NotMine);
     }
 }
@@ -460,7 +460,7 @@ TEST_CASE("icmp_echo: real ping sockets, IPv4 and IPv6, host and gateway") {
         EchoConfig c = base_config();
         int64_t now = 5000;
         c.clock = [&now] { return now; };
-        EchoPath path(c, out);
+        FastPath path(c, out);
         REQUIRE_MESSAGE(path.enabled(), path.description());
         CHECK(path.description().find("allows gid") != std::string::npos);
 
@@ -514,7 +514,7 @@ TEST_CASE("icmp_echo: real ping sockets, IPv4 and IPv6, host and gateway") {
 TEST_CASE("icmp_echo: no route: the guest is told, from the gateway") {
     in_netns([](bool v6) {
         Collect out;
-        EchoPath path(base_config(), out);
+        FastPath path(base_config(), out);
         REQUIRE(path.enabled());
         // This namespace has no route there: nothing is sent anywhere.
         Bytes req = echo4("10.0.2.100", "198.51.100.1", 3, 4, payload_of(20));
@@ -559,7 +559,7 @@ TEST_CASE("icmp_echo: idle entries expire") {
         EchoConfig c = base_config();
         int64_t now = 5000;
         c.clock = [&now] { return now; };
-        EchoPath path(c, out);
+        FastPath path(c, out);
         REQUIRE(path.enabled());
         CHECK(path.ms_until_next_timer(now) == -1);
         path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {}));
@@ -601,7 +601,7 @@ TEST_CASE("icmp_echo: a full table or the flow limits refuse new entries") {
             ++asked;
             return admit;
         };
-        EchoPath path(c, out);
+        FastPath path(c, out);
         REQUIRE(path.enabled());
         CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::Consumed);
         CHECK(path.guest_frame(echo4("10.0.2.100", "10.0.2.2", 2, 1, {})) == Verdict::Consumed);
@@ -620,7 +620,7 @@ TEST_CASE("icmp_echo: a full table or the flow limits refuse new entries") {
 
         EchoConfig d = base_config();
         d.admit_entry = [&] { return admit; };
-        EchoPath p2(d, out);
+        FastPath p2(d, out);
         admit = false;
         CHECK(p2.guest_frame(echo4("10.0.2.100", "10.0.2.2", 1, 1, {})) == Verdict::Consumed);
         CHECK(p2.flows() == 0);
@@ -640,7 +640,7 @@ TEST_CASE("icmp_echo: guest ingress offers echo requests before libslirp") {
         Collect out;
         EchoConfig c = base_config();
         c.admit_entry = [&] { return ingress.admit_flow(1000, true) == Admission::Accept; };
-        EchoPath path(c, out);
+        FastPath path(c, out);
         ingress.add_path(&path);
         ingress.add_path(&slirp);
         using Outcome = GuestIngress::Outcome;

@@ -2,7 +2,7 @@
 
 // The echo path's core: guest requests to entries and ping sockets, the
 // replies back to the guest, idle expiry.
-#include "datapath/icmp/echo_path.hpp"
+#include "datapath/icmp/fastpath.hpp"
 
 #include <sys/epoll.h>
 #include <sys/random.h>
@@ -29,15 +29,15 @@ constexpr int64_t kScanMs = 1000;
 
 } // namespace
 
-EchoPath::EchoPath(EchoConfig cfg, GuestSink &sink)
+FastPath::FastPath(EchoConfig cfg, GuestSink &sink)
     : cfg_(std::move(cfg)), sink_(sink),
       probe_(cfg_.probe ? cfg_.probe() : probe_ping_sockets()),
       table_(std::max<size_t>(cfg_.max_entries, 1), random_flow_seeds()[0]),
       events_(cfg_.shared_epoll_fd, EventOwner::Echo), rx_(kHeadroom + kMaxMessage) {}
 
-int64_t EchoPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
+int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
 
-socklen_t EchoPath::target(const Entry &e, sockaddr_storage &ss) const {
+socklen_t FastPath::target(const Entry &e, sockaddr_storage &ss) const {
     std::memset(&ss, 0, sizeof ss);
     if (e.v6) {
         auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
@@ -57,7 +57,7 @@ socklen_t EchoPath::target(const Entry &e, sockaddr_storage &ss) const {
     return sizeof *a;
 }
 
-Verdict EchoPath::guest_frame(std::span<const uint8_t> frame) {
+Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     if (!enabled()) return Verdict::NotMine;
     EchoRequest r;
     switch (parse_echo_request(frame, r)) {
@@ -126,7 +126,7 @@ Verdict EchoPath::guest_frame(std::span<const uint8_t> frame) {
     return Verdict::Consumed;
 }
 
-std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback) {
+std::optional<uint32_t> FastPath::open_entry(const EchoRequest &r, bool loopback) {
     // The table first: a full one must not take a token from the limits.
     if (table_.full() || (cfg_.admit_entry && !cfg_.admit_entry())) {
         ++stats_.refused;
@@ -170,17 +170,17 @@ std::optional<uint32_t> EchoPath::open_entry(const EchoRequest &r, bool loopback
     return idx;
 }
 
-void EchoPath::poll_events() {
+void FastPath::poll_events() {
     epoll_event evs[kEvents];
     handle_events(events_.ready(evs), true);
 }
 
-void EchoPath::handle_events(std::span<const epoll_event> evs, bool) {
+void FastPath::handle_events(std::span<const epoll_event> evs, bool) {
     for (const epoll_event &e : evs)
         if (auto idx = table_.slot_of(EventSource::ref_of(e))) drain(*idx);
 }
 
-void EchoPath::drain(uint32_t idx) {
+void FastPath::drain(uint32_t idx) {
     Entry &e = table_[idx];
     sockaddr_storage want;
     target(e, want);
@@ -230,12 +230,12 @@ void EchoPath::drain(uint32_t idx) {
     }
 }
 
-int64_t EchoPath::ms_until_next_timer(int64_t now_ms) const {
+int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
     if (table_.open() == 0) return -1;
     return std::max<int64_t>(next_scan_ms_ - now_ms, 0);
 }
 
-void EchoPath::run_timers(int64_t now_ms) {
+void FastPath::run_timers(int64_t now_ms) {
     if (table_.open() == 0 || now_ms < next_scan_ms_) return;
     next_scan_ms_ = now_ms + kScanMs;
     for (uint32_t i = 0; i < table_.slots(); ++i) {

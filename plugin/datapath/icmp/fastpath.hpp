@@ -56,12 +56,12 @@ struct EchoStats {
 // guest_frame's Verdict: NotMine is libslirp's; Consumed: sent on, or
 // refused (counted in EchoStats); Malformed: an echo request that lies
 // about itself, dropped.
-class EchoPath final : public Path {
+class FastPath final : public Path {
 public:
     // Throws Error when the epoll instance cannot be made.
-    EchoPath(EchoConfig cfg, GuestSink &sink);
-    EchoPath(const EchoPath &) = delete;
-    EchoPath &operator=(const EchoPath &) = delete;
+    FastPath(EchoConfig cfg, GuestSink &sink);
+    FastPath(const FastPath &) = delete;
+    FastPath &operator=(const FastPath &) = delete;
 
     // Whether ping sockets are allowed (IPv4; IPv6 may still be refused),
     // and the log line that says which path carries echo requests.
