@@ -61,7 +61,15 @@ bool ReassWrapGuard::allow(std::span<const uint8_t> frame) {
     bool reaches_zero = tcp::seq_between(0, s.seq + 1, end);
     if (slot == nullptr) // unknown expected sequence: near 0, refuse
         return !reaches_zero && uint32_t(s.seq + kZone) > 2 * kZone;
-    if (slot->fin_sent && reaches_zero) return false;
+    // After libslirp's FIN every segment goes through tcp_reass, which
+    // breaks only when the sequence it reaches is exactly 0: the data's
+    // end (the FIN is taken after it) or, to be safe, the FIN's. One that
+    // passes 0 lands elsewhere and is let through; holding it back would
+    // stall the upload for good, the guest's retransmissions crossing 0
+    // the same way.
+    const uint32_t data_end = s.seq + uint32_t(s.payload.size());
+    if (slot->fin_sent && ((!s.payload.empty() && data_end == 0) || end == 0))
+        return false;
     bool near_wrap = uint32_t(0 - slot->rcv_nxt) <= kZone;
     return !(near_wrap && s.seq != slot->rcv_nxt);
 }

@@ -13,8 +13,9 @@
 //     (libslirp's window is at most 65535) before 0: nothing can be queued
 //     that reaches 0, and the in-order segment that does reach it takes
 //     libslirp's direct path;
-//   - once libslirp sent its FIN, segments that reach or pass 0 are
-//     dropped;
+//   - once libslirp sent its FIN (all data then takes tcp_reass), segments
+//     whose data or FIN ends exactly at 0 are dropped; one that passes 0
+//     goes through (rcv_nxt lands past it);
 //   - flows with no ACK from libslirp known (a slot lost to another flow)
 //     have segments within two windows of 0, or reaching it, dropped.
 // A dropped segment is what a lossy link does: the guest sends it again,

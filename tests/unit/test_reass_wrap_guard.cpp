@@ -2,8 +2,9 @@
 
 // The guard against libslirp 4.7.0's reassembly-queue loop: which guest
 // segments it holds back, and, against the real libslirp in a child
-// process, that an upload whose out-of-order data ends at sequence 0 no
-// longer hangs or crashes the stack and arrives whole.
+// process, that uploads whose data ends at or passes sequence 0 (out of
+// order; in order after the host's FIN) neither hang nor crash the stack
+// and arrive whole.
 #include <doctest/doctest.h>
 #include <slirp/libslirp.h>
 #include <sys/socket.h>
@@ -72,7 +73,7 @@ TEST_CASE("out-of-order data near sequence 0 is held back, the rest passes") {
     CHECK(g.allow(f.from_guest(kAck, ReassWrapGuard::kZone + 5000, 100)));
 }
 
-TEST_CASE("after libslirp's FIN, data that reaches 0 is held back even in order") {
+TEST_CASE("after libslirp's FIN, data that ends at 0 is held back even in order") {
     ReassWrapGuard g;
     WrapFlow f;
     const uint32_t far = 0u - 1000000;
@@ -82,6 +83,10 @@ TEST_CASE("after libslirp's FIN, data that reaches 0 is held back even in order"
     CHECK_FALSE(g.allow(f.from_guest(kAck, 0u - 1000, 1000)));
     CHECK_FALSE(g.allow(f.from_guest(kAck | kFin, 0u - 1000, 999)));
     CHECK(g.allow(f.from_guest(kAck, 0u - 1000, 500)));
+    // Passing 0 is safe (libslirp's rcv_nxt lands past it) and must pass:
+    // the guest's retransmissions would cross 0 the same way.
+    CHECK(g.allow(f.from_guest(kAck, 0u - 1000, 2000)));
+    CHECK(g.allow(f.from_guest(kAck | kFin, 0u - 1000, 1500)));
 }
 
 namespace {
@@ -92,19 +97,131 @@ int64_t now_ms() {
         .count();
 }
 
-// Drives a real libslirp through SlirpAdapter with a socketpair as the tap:
-// a guest uploads to a loopback listener through the gateway, its ISN
-// chosen so that the data crosses sequence 0, sending the part that ends
-// exactly at 0 first (out of order). Runs in a child: on libslirp 4.7.0
-// without the guard the stack thread loops or crashes. Returns the exit
-// status.
-int upload_child(int tap_fd, int guest_fd);
+// A child process driving a real libslirp through SlirpAdapter, with a
+// socketpair as the tap: a guest (this code) connects through the gateway
+// to a loopback listener, its ISN chosen so that its data crosses
+// sequence 0. On libslirp 4.7.0 without the guard the stack thread loops
+// or crashes there. The child's exit status is the verdict: 0 when the
+// listener got every byte in order, 11-13 otherwise.
+class WrapRig {
+public:
+    WrapRig(int tap_fd, int guest_fd)
+        : guest_fd_(guest_fd), cfg_(ParentConfig::from_c(default_config())), tap_(stats_),
+          coalescer_(tap_, stats_),
+          slirp_(cfg_, tap_, coalescer_, polls_, [](bool) { return Admission::Accept; }) {
+        tap_.attach(UniqueFd(tap_fd), false);
+    }
+    ~WrapRig() {
+        if (conn_ >= 0) ::close(conn_);
+    }
 
-int upload_across_the_wrap() {
+    void pump(int rounds) {
+        for (int i = 0; i < rounds; ++i) {
+            uint32_t timeout = 5;
+            slirp_.before_wait(timeout);
+            polls_.wait(int(std::min<uint32_t>(timeout, 5))); // collects
+            slirp_.after_wait(false, false);
+            slirp_.run_timers(now_ms());
+            coalescer_.flush();
+        }
+    }
+    void send(const Bytes &f) {
+        (void)slirp_.guest_frame(f);
+        pump(3);
+    }
+    Bytes seg(uint8_t flags, uint32_t seq, const Bytes &d) const {
+        return guest_frame(false, flow_.guest, flow_.gw, 40000, lis_.port, flags, seq,
+                           rcv_nxt_, 65535, d.data(), d.size());
+    }
+    // The guest's segments libslirp sent since the last call (the guest
+    // acknowledges none of them by itself).
+    std::vector<Segment> from_slirp() {
+        std::vector<Segment> out;
+        uint8_t buf[2048];
+        ssize_t n;
+        while ((n = ::recv(guest_fd_, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+            Segment s;
+            if (parse_segment({buf, size_t(n)}, s) == Parse::Ok) out.push_back(s);
+        }
+        return out;
+    }
+    // ARP, SYN, SYN-ACK, the listener's accept and the guest's ACK, with
+    // the guest's ISN isn. 0, or the exit status of what failed.
+    int connect(uint32_t isn) {
+        Bytes arp(42, 0);
+        std::memset(arp.data(), 0xff, 6);
+        std::memcpy(arp.data() + 6, kGuestMac, 6);
+        put16(arp.data() + 12, 0x0806);
+        uint8_t *a = arp.data() + 14;
+        put16(a, 1), put16(a + 2, 0x0800), a[4] = 6, a[5] = 4, put16(a + 6, 1);
+        std::memcpy(a + 8, kGuestMac, 6);
+        a[14] = 10, a[15] = 0, a[16] = 2, a[17] = 100;
+        a[24] = 10, a[25] = 0, a[26] = 2, a[27] = 2;
+        send(arp); // so that libslirp knows the guest's MAC
+        send(seg(kSyn, isn, {}));
+        bool synack = false;
+        for (int i = 0; i < 400 && !synack; ++i) {
+            pump(1); // the SYN-ACK, once libslirp's connect completed
+            for (const Segment &s : from_slirp())
+                if ((s.flags & (kSyn | kAck)) == (kSyn | kAck)) {
+                    rcv_nxt_ = s.seq + 1;
+                    synack = true;
+                }
+        }
+        if (!synack) return 11;
+        for (int i = 0; i < 200 && conn_ < 0; ++i) {
+            pump(1);
+            conn_ = lis_.try_accept();
+        }
+        if (conn_ < 0) return 12;
+        send(seg(kAck, isn + 1, {}));
+        return 0;
+    }
+    // The host's side stops sending: libslirp's FIN reaches the guest,
+    // which acknowledges it. 0, or 14 if no FIN came.
+    int host_fin() {
+        ::shutdown(conn_, SHUT_WR);
+        for (int i = 0; i < 400; ++i) {
+            pump(1);
+            for (const Segment &s : from_slirp())
+                if (s.flags & kFin) {
+                    rcv_nxt_ = s.seq + 1;
+                    return 0;
+                }
+        }
+        return 14;
+    }
+    // 0 if the listener reads exactly want, else 13.
+    int host_reads(const Bytes &want) {
+        Bytes got;
+        for (int i = 0; i < 400 && got.size() < want.size(); ++i) {
+            pump(1);
+            drain(conn_, got);
+        }
+        return got == want ? 0 : 13;
+    }
+
+private:
+    int guest_fd_;
+    Listener lis_;
+    ParentConfig cfg_;
+    Stats stats_;
+    TapIo tap_;
+    Coalescer coalescer_;
+    PollSet polls_;
+    SlirpAdapter slirp_;
+    WrapFlow flow_;
+    uint32_t rcv_nxt_ = 0; // what the guest acknowledges
+    int conn_ = -1;
+};
+
+// Runs child(tap_fd, guest_fd) in a child process (20 s at most); its
+// exit status, or -1 if it was still running (the stack looped).
+int in_child(int (*child)(int, int)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return 10;
     pid_t pid = ::fork();
-    if (pid == 0) ::_exit(upload_child(sv[0], sv[1]));
+    if (pid == 0) ::_exit(child(sv[0], sv[1]));
     ::close(sv[1]);
     ::close(sv[0]);
     int status = 0;
@@ -117,96 +234,53 @@ int upload_across_the_wrap() {
     return -1;
 }
 
-// The child's side: no doctest macros, only an exit code.
-int upload_child(int tap_fd, int guest_fd) {
-    Listener lis;
-    ParentConfig cfg = ParentConfig::from_c(default_config());
-    Stats stats;
-    TapIo tap(stats);
-    tap.attach(UniqueFd(tap_fd), false);
-    Coalescer coalescer(tap, stats);
-    PollSet polls;
-    SlirpAdapter slirp(cfg, tap, coalescer, polls, [](bool) { return Admission::Accept; });
-    auto pump = [&](int rounds) {
-        for (int i = 0; i < rounds; ++i) {
-            uint32_t timeout = 5;
-            slirp.before_wait(timeout);
-            polls.wait(int(std::min<uint32_t>(timeout, 5))); // collects
-            slirp.after_wait(false, false);
-            slirp.run_timers(now_ms());
-            coalescer.flush();
-        }
-    };
-    auto send = [&](const Bytes &f) {
-        (void)slirp.guest_frame(f);
-        pump(3);
-    };
-    // ARP so that libslirp knows the guest's MAC.
-    Bytes arp(42, 0);
-    std::memset(arp.data(), 0xff, 6);
-    std::memcpy(arp.data() + 6, kGuestMac, 6);
-    put16(arp.data() + 12, 0x0806);
-    uint8_t *a = arp.data() + 14;
-    put16(a, 1), put16(a + 2, 0x0800), a[4] = 6, a[5] = 4, put16(a + 6, 1);
-    std::memcpy(a + 8, kGuestMac, 6);
-    a[14] = 10, a[15] = 0, a[16] = 2, a[17] = 100;
-    a[24] = 10, a[25] = 0, a[26] = 2, a[27] = 2;
-    send(arp);
-
-    WrapFlow f;
+// Out of order: the part that ends exactly at 0 first, then the gap, then
+// (what a guest does when its out-of-order segment got no ACK) the first
+// part again, in order. No doctest macros in the children: exit codes.
+int ooo_upload_to_zero(int tap_fd, int guest_fd) {
+    WrapRig rig(tap_fd, guest_fd);
     const uint32_t isn = 0u - 3001; // data from 0u - 3000 to 0
-    auto seg = [&](uint8_t flags, uint32_t seq, uint32_t ack, const Bytes &d) {
-        return guest_frame(false, f.guest, f.gw, 40000, lis.port, flags, seq,
-                           ack, 65535, d.data(), d.size());
-    };
-    send(seg(kSyn, isn, 0, {}));
-    // The SYN-ACK, once libslirp's connect to the listener completed.
-    uint32_t server_isn = 0;
-    bool synack = false;
-    for (int i = 0; i < 400 && !synack; ++i) {
-        pump(1);
-        uint8_t buf[2048];
-        ssize_t n;
-        while ((n = ::recv(guest_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
-            Segment s;
-            if (parse_segment({buf, size_t(n)}, s) == Parse::Ok &&
-                (s.flags & (kSyn | kAck)) == (kSyn | kAck)) {
-                server_isn = s.seq;
-                synack = true;
-            }
-        }
-    }
-    if (!synack) return 11;
-    int conn = -1;
-    for (int i = 0; i < 200 && conn < 0; ++i) {
-        pump(1);
-        conn = lis.try_accept();
-    }
-    if (conn < 0) return 12;
+    if (int rc = rig.connect(isn)) return rc;
     Bytes data = pattern(3000, 7);
     Bytes first(data.begin(), data.begin() + 1000), rest(data.begin() + 1000, data.end());
-    send(seg(kAck, isn + 1, server_isn + 1, {}));
-    send(seg(kAck | kPsh, isn + 1001, server_isn + 1, rest)); // ends at 0
-    send(seg(kAck | kPsh, isn + 1, server_isn + 1, first));   // fills the gap
-    // What a guest does when its out-of-order segment got no ACK: send it
-    // again, now in order.
-    send(seg(kAck | kPsh, isn + 1001, server_isn + 1, rest));
-    Bytes got;
-    for (int i = 0; i < 400 && got.size() < data.size(); ++i) {
-        pump(1);
-        drain(conn, got);
-    }
-    ::close(conn);
-    return got == data ? 0 : 13;
+    rig.send(rig.seg(kAck | kPsh, isn + 1001, rest)); // ends at 0
+    rig.send(rig.seg(kAck | kPsh, isn + 1, first));   // fills the gap
+    rig.send(rig.seg(kAck | kPsh, isn + 1001, rest));
+    return rig.host_reads(data);
+}
+
+// After the host's FIN (libslirp in FIN_WAIT_2 takes all data through its
+// reassembly code), an upload in order whose second segment passes 0.
+int upload_across_zero_after_host_fin(int tap_fd, int guest_fd) {
+    WrapRig rig(tap_fd, guest_fd);
+    const uint32_t isn = 0u - 3001; // data from 0u - 3000 to 1000
+    if (int rc = rig.connect(isn)) return rc;
+    if (int rc = rig.host_fin()) return rc;
+    Bytes data = pattern(4000, 9);
+    Bytes first(data.begin(), data.begin() + 2000), second(data.begin() + 2000, data.end());
+    rig.send(rig.seg(kAck | kPsh, isn + 1, first));
+    rig.send(rig.seg(kAck | kPsh, isn + 2001, second)); // passes 0
+    return rig.host_reads(data);
 }
 
 } // namespace
 
 TEST_CASE("libslirp survives an upload whose out-of-order data ends at sequence 0") {
-    int status = upload_across_the_wrap();
+    int status = in_child(ooo_upload_to_zero);
     INFO("libslirp ", std::string(slirp_version_string()), ", child status ", status);
     REQUIRE(status != -1); // -1: the stack looped until killed
     CHECK_FALSE(WIFSIGNALED(status));
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0); // 13: bytes lost or changed
+}
+
+TEST_CASE("after the host's FIN, an upload that passes sequence 0 arrives whole") {
+    // The guard once held back every segment reaching or passing 0 after
+    // libslirp's FIN: this upload stalled for good (13: bytes missing).
+    int status = in_child(upload_across_zero_after_host_fin);
+    INFO("libslirp ", std::string(slirp_version_string()), ", child status ", status);
+    REQUIRE(status != -1);
+    CHECK_FALSE(WIFSIGNALED(status));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }
