@@ -109,6 +109,17 @@ std::string refusal(const rknp_config &c) {
     return "no error";
 }
 
+// A GuestIngress on 192.168.1.0/24 with a libslirp stand-in as its only
+// path, and a sink for what it answers itself.
+struct IngressRig {
+    Stats stats;
+    FlowLimits limits{100, 1000, stats, 1000};
+    Sink sink;
+    Ipv4Cidr cidr = Ipv4Cidr::parse("cidr", "192.168.1.0/24");
+    LibslirpStandIn slirp{cidr, 100, [this](bool l) { return ingress.admit_flow(1000, l); }};
+    GuestIngress ingress{cidr, stats, limits, {&slirp}};
+};
+
 } // namespace
 
 TEST_CASE("NDP: a neighbour, the gateway, link-local addresses, not the guest's") {
@@ -187,15 +198,10 @@ TEST_CASE("NDP: malformed solicitations are not answered") {
 TEST_CASE("NDP: GuestIngress answers in pasta's IPv6 model only") {
     for (bool host6 : {true, false}) {
         CAPTURE(host6);
-        Stats stats;
-        FlowLimits limits(100, 1000, stats, 1000);
-        Sink sink;
-        Ipv4Cidr cidr = Ipv4Cidr::parse("cidr", "192.168.1.0/24");
-        GuestIngress *in = nullptr;
-        LibslirpStandIn slirp(cidr, 100, [&](bool l) { return in->admit_flow(1000, l); });
-        auto &to_libslirp = slirp.frames;
-        GuestIngress ingress(cidr, stats, limits, {&slirp});
-        in = &ingress;
+        IngressRig rig;
+        GuestIngress &ingress = rig.ingress;
+        Sink &sink = rig.sink;
+        auto &to_libslirp = rig.slirp.frames;
         if (host6) ingress.set_ipv6_host(network(), &sink);
         Bytes ns = solicitation("2001:db8:5::1", "2001:db8:5::77");
         const auto outcome = ingress.input(ns, false, 1000);
@@ -213,15 +219,9 @@ TEST_CASE("NDP: GuestIngress answers in pasta's IPv6 model only") {
 }
 
 TEST_CASE("NDP: IPv6 alone drops the guest's ARP and IPv4") {
-    Stats stats;
-    FlowLimits limits(100, 1000, stats, 1000);
-    Sink sink;
-    Ipv4Cidr cidr = Ipv4Cidr::parse("cidr", "192.168.1.0/24");
-    GuestIngress *in = nullptr;
-    LibslirpStandIn slirp(cidr, 100, [&](bool l) { return in->admit_flow(1000, l); });
-    GuestIngress ingress(cidr, stats, limits, {&slirp});
-    in = &ingress;
-    ingress.set_ipv6_host(network(), &sink);
+    IngressRig rig;
+    GuestIngress &ingress = rig.ingress;
+    ingress.set_ipv6_host(network(), &rig.sink);
     ingress.set_ipv4_off();
     Bytes arp(42, 0);
     std::memcpy(arp.data() + 6, kGuestMac, 6);
@@ -232,7 +232,7 @@ TEST_CASE("NDP: IPv6 alone drops the guest's ARP and IPv4") {
     CHECK(ingress.input(arp, false, 1000) == GuestIngress::Outcome::Filtered);
     Bytes ns = solicitation("2001:db8:5::1", "fe80::1");
     CHECK(ingress.input(ns, false, 1000) == GuestIngress::Outcome::Answered);
-    CHECK(slirp.frames.empty());
+    CHECK(rig.slirp.frames.empty());
 }
 
 TEST_CASE("config 1.7: pasta's IPv6 model is checked field by field") {
