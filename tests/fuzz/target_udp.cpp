@@ -546,7 +546,11 @@ private:
             auto bytes = in_.bytes(len);
             Bytes f(bytes.begin(), bytes.end()); // exact size: overreads show
             trace("-> raw %zu\n", f.size());
-            if (fp_->guest_frame(f) == Verdict::Consumed) {
+            // As in guest_datagram(): an ICMP unreachable may answer it during the call.
+            pending_ = flow_of(f);
+            const Verdict v = fp_->guest_frame(f);
+            pending_.reset();
+            if (v == Verdict::Consumed) {
                 Datagram d;
                 if (parse_datagram(f, d) == Parse::Ok) raw_consumed_ = true;
                 note_flow(f);
