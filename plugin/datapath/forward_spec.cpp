@@ -30,14 +30,25 @@ ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
     }
     if (f.guest_addr != nullptr) {
         s.guest = parse_ipv4("guest_addr", f.guest_addr);
-        if ((s.guest & net.netmask()) != net.network)
-            throw_invalid("invalid guest_addr \"" + std::string(f.guest_addr) +
-                          "\": not in " + format_ipv4(net.network) + "/" +
-                          std::to_string(net.prefix_len));
-        // Addresses of the network itself: libslirp would take the
-        // connection for itself or drop it, silently.
         const uint32_t broadcast = net.network | ~net.netmask();
         const char *what = nullptr;
+        if ((s.guest & net.netmask()) != net.network) {
+            // Routed behind the guest (a container on a bridge network in
+            // the namespace): any unicast address but the host's own
+            // names for the guest's side (loopback, 0/8) and the DNS
+            // forwarder, which the paths answer for themselves.
+            s.routed = true;
+            if (!is_unicast4(s.guest)) what = "not a unicast address";
+            else if (s.guest == net.dns()) what = "the DNS forwarder";
+            if (what)
+                throw_invalid("invalid guest_addr \"" + std::string(f.guest_addr) +
+                              "\": outside " + format_ipv4(net.network) + "/" +
+                              std::to_string(net.prefix_len) +
+                              ", so routed behind the guest, but " + what);
+            return s;
+        }
+        // Addresses of the network itself: libslirp would take the
+        // connection for itself or drop it, silently.
         if (s.guest == net.network) what = "the network address";
         else if (s.guest == broadcast) what = "the broadcast address";
         else if (s.guest == net.gateway()) what = "the gateway";

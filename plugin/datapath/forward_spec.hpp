@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // A port forward as the paths and libslirp take it: a validated spec (its
-// host side, the guest's address and port). It sits beside the paths,
+// host side, the guest's address and port, or an address routed behind
+// the guest). It sits beside the paths,
 // below the parent's table of forwards (parent/forward_table.hpp), so that
 // the paths and the libslirp adapter need nothing from above.
 #pragma once
@@ -25,6 +26,11 @@ struct ForwardSpec {
     uint16_t host_port = 0;
     uint32_t guest = 0;    // host byte order
     uint16_t guest_port = 0;
+    // guest lies outside the guest's network: an address routed behind
+    // it (a container on a bridge network in the namespace). Frames go to
+    // the guest's MAC; the replies, from that address, are let in for the
+    // forward's flows only (Path::routed_frame).
+    bool routed = false;
 
     // Validates f against the guest network; throws Error naming the field.
     static ForwardSpec from_c(const rknp_forward &f, const Ipv4Cidr &net);

@@ -50,6 +50,12 @@ public:
     virtual Traits traits() const = 0;
     // One whole Ethernet frame from the guest, filtered and reassembled.
     virtual Verdict guest_frame(std::span<const uint8_t> frame) = 0;
+    // A whole IPv4 TCP or UDP frame from a source outside the guest's own
+    // addresses: a reply from an address routed behind the guest
+    // (ForwardSpec::routed) is taken for a flow of such a forward only;
+    // anything else is NotMine and, after every path, dropped. Never a new
+    // flow: the guest reaches nothing through this it could not before.
+    virtual Verdict routed_frame(std::span<const uint8_t>) { return Verdict::NotMine; }
     // The end of a batch of guest frames (what the path queued goes out).
     virtual void end_of_input() {}
 

@@ -20,6 +20,17 @@ bool is_ipv6_frame(std::span<const uint8_t> frame) {
     return frame.size() >= 14 && frame[12] == 0x86 && frame[13] == 0xdd;
 }
 
+// What a reply from an address routed behind the guest may be: a whole
+// IPv4 TCP segment or UDP datagram (forwards to such addresses are IPv4
+// and carry nothing else; a fragment never reaches a path from there).
+bool routed_candidate(std::span<const uint8_t> frame) {
+    constexpr size_t kEth = 14;
+    if (frame.size() < kEth + 20 || frame[12] != 0x08 || frame[13] != 0x00) return false;
+    const uint8_t *ip = frame.data() + kEth;
+    const uint8_t proto = ip[9];
+    return (ip[0] >> 4) == 4 && (proto == 6 || proto == 17) && !is_ip_fragment(frame);
+}
+
 } // namespace
 
 GuestIngress::GuestIngress(const Ipv4Cidr &net, Stats &stats,
@@ -58,12 +69,20 @@ GuestIngress::Outcome GuestIngress::input(std::span<uint8_t> raw,
 GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_hdr,
                                                 int64_t now_ms) {
     std::span<uint8_t> frame = tap_frame.eth;
-    if (!libslirp_ethertype(frame) ||
-        !guest_source_allowed(frame, net_, prefix6_, prefix6_len_) ||
-        router_message_from_guest(frame) || (ipv4_off_ && !is_ipv6_frame(frame))) {
+    auto filtered = [this] {
         Stats::add(stats_.frames_dropped, 1);
         Stats::add(stats_.frames_filtered, 1);
         return Outcome::Filtered;
+    };
+    if (!libslirp_ethertype(frame) || router_message_from_guest(frame) ||
+        (ipv4_off_ && !is_ipv6_frame(frame)))
+        return filtered();
+    if (!guest_source_allowed(frame, net_, prefix6_, prefix6_len_)) {
+        // Perhaps a reply from an address routed behind the guest, on a
+        // forward's flow: only the paths' forwarded flows may take it.
+        if (!routed_candidate(frame)) return filtered();
+        const Outcome o = offer(tap_frame, frame, vnet_hdr, 1, true);
+        return o == Outcome::Dropped ? filtered() : o;
     }
     if (neighbours_ && answer_neighbour_arp(frame, net_, arp_reply_)) {
         neighbours_->write_frame(VnetHdr{}, arp_reply_, {});
@@ -90,6 +109,11 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         frame = o.datagram;
         frames = o.fragments;
     }
+    return offer(tap_frame, frame, vnet_hdr, frames, false);
+}
+
+GuestIngress::Outcome GuestIngress::offer(TapFrame &tap_frame, std::span<uint8_t> frame,
+                                          bool vnet_hdr, uint32_t frames, bool routed) {
     // The checksum is finished once, before the first path that needs it
     // (the fast paths never do; the echo path and libslirp do).
     bool checksum_done = false;
@@ -104,7 +128,7 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         const Path::Traits t = p->traits();
         if (t.needs_vnet_hdr && !vnet_hdr) continue;
         if (t.needs_checksum && !finish()) break;
-        const Verdict v = p->guest_frame(frame);
+        const Verdict v = routed ? p->routed_frame(frame) : p->guest_frame(frame);
         if (v == Verdict::NotMine) continue;
         if (v == Verdict::Malformed) break;
         taken_by_ = p;
@@ -112,7 +136,7 @@ GuestIngress::Outcome GuestIngress::input_frame(TapFrame &tap_frame, bool vnet_h
         Stats::add(stats_.bytes_from_tap, frame.size());
         return v == Verdict::Refused ? Outcome::Refused : Outcome::Path;
     }
-    Stats::add(stats_.frames_dropped, 1);
+    if (!routed) Stats::add(stats_.frames_dropped, 1);
     return Outcome::Dropped;
 }
 

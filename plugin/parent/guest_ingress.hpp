@@ -2,7 +2,10 @@
 
 // Guest ingress: what becomes of one frame read from the tap. The frame is
 // split from its virtio-net header, filtered (guest_filter.hpp: only ARP,
-// IPv4 and IPv6 from the guest's own addresses, no router messages), IPv4
+// IPv4 and IPv6 from the guest's own addresses, no router messages; a
+// whole IPv4 TCP or UDP frame from another source goes only to the paths'
+// routed_frame, which take replies on forwards to an address routed behind
+// the guest and nothing else), IPv4
 // fragments are reassembled (libslirp must never see one), then each path
 // of the list (datapath/path.hpp) gets a look in order: the TCP and UDP
 // fast paths first (their frames never need their checksum finished),
@@ -99,6 +102,13 @@ public:
 private:
     // One Ethernet frame (a tap's, or a datagram of a UDP GSO one).
     Outcome input_frame(TapFrame &tap_frame, bool vnet_hdr, int64_t now_ms);
+    // frame (tap_frame's, or the datagram reassembled from `frames`) to
+    // each path in order: Path::guest_frame, or Path::routed_frame for a
+    // frame from a source outside the guest's addresses (routed). Dropped
+    // when no path took it (counted here unless routed: the caller counts
+    // a routed frame as filtered).
+    Outcome offer(TapFrame &tap_frame, std::span<uint8_t> frame, bool vnet_hdr,
+                  uint32_t frames, bool routed);
     static Admission admission(FlowLimits::Admit a);
 
     Ipv4Cidr net_;

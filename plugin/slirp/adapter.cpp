@@ -166,7 +166,7 @@ SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
                            Coalescer &coalescer, PollSet &polls,
                            SlirpFlowGate::AdmitFlow admit)
     : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls),
-      gate_(cfg.cidr, cfg.max_flows, std::move(admit)) {
+      gate_(cfg.cidr, cfg.max_flows, std::move(admit)), routed_(cfg.cidr.guest()) {
     if (libslirp_has_reass_loop(slirp_version_string()))
         wrap_guard_ = std::make_unique<ReassWrapGuard>();
     SlirpConfig sc{};
@@ -215,6 +215,17 @@ SlirpAdapter::~SlirpAdapter() {
 }
 
 void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
+    if (!routed_.empty()) {
+        switch (routed_.from_slirp(frame, arp_)) {
+        case RoutedEnds::Arp::Held:
+            return; // answered in before_wait: libslirp is mid-call now
+        case RoutedEnds::Arp::Rewritten:
+            frame = arp_;
+            break;
+        case RoutedEnds::Arp::Pass:
+            break;
+        }
+    }
     if (wrap_guard_) wrap_guard_->from_slirp(frame);
     if (tap_.vnet_hdr())
         coalescer_.push(frame); // written by flush() before the loop sleeps
@@ -223,9 +234,21 @@ void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
 }
 
 Verdict SlirpAdapter::guest_frame(std::span<const uint8_t> frame) {
+    routed_.learn(frame); // for the ARP answers of routed forwards yet to come
     // A frame that would cost libslirp a host socket beyond the limits
     // never reaches it (counted by FlowLimits, not as a dropped frame).
     if (!gate_.begin(frame)) return Verdict::Refused;
+    input(frame);
+    gate_.end();
+    return Verdict::Consumed;
+}
+
+Verdict SlirpAdapter::routed_frame(std::span<const uint8_t> frame) {
+    if (!routed_.admits(frame)) return Verdict::NotMine;
+    routed_.learn(frame);
+    // It makes no socket (admits: no SYN, a forward's UDP socket takes
+    // it), so no admission; sockets registered meanwhile still count.
+    gate_.sockets().begin_input(FlowKey{});
     input(frame);
     gate_.end();
     return Verdict::Consumed;
@@ -240,8 +263,17 @@ void SlirpAdapter::input(std::span<const uint8_t> frame) {
 }
 
 void SlirpAdapter::before_wait(uint32_t &timeout_ms) {
+    // ARP answers for routed ends, which libslirp asked for in a call it
+    // was still in; the frames it queued leave at its next poll, which
+    // must come before they expire (a second): at once.
+    bool answered = false;
+    while (routed_.next_answer(arp_)) {
+        slirp_input(slirp_, arp_.data(), int(arp_.size()));
+        answered = true;
+    }
     polls_.begin();
     slirp_pollfds_fill(slirp_, &timeout_ms, SlirpCallbacks::add_poll, this);
+    if (answered) timeout_ms = 0;
     polls_.end();
 }
 
@@ -262,6 +294,7 @@ void SlirpAdapter::add_forward(const ForwardSpec &f) {
                            reinterpret_cast<sockaddr *>(&g), sizeof g,
                            forward_flags(f)) < 0)
         throw_errno("forward " + f.host_side(), errno != 0 ? errno : EADDRINUSE);
+    routed_.add(f);
 }
 
 void SlirpAdapter::remove_forward(const ForwardSpec &f) {
@@ -269,6 +302,7 @@ void SlirpAdapter::remove_forward(const ForwardSpec &f) {
     if (slirp_remove_hostxfwd(slirp_, reinterpret_cast<sockaddr *>(&h.ss),
                               h.len, forward_flags(f)) < 0)
         throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " + f.host_side());
+    routed_.remove(f);
 }
 
 } // namespace rknp

@@ -26,6 +26,7 @@
 #include "slirp/flow_gate.hpp"
 #include "slirp/poll_set.hpp"
 #include "slirp/queue_drain.hpp"
+#include "slirp/routed_ends.hpp"
 #include "slirp/timers.hpp"
 
 namespace rknp {
@@ -53,8 +54,12 @@ public:
     // Takes every frame (never an IPv4 fragment): Refused when it would
     // open a flow the limits refuse, else into slirp_input.
     Verdict guest_frame(std::span<const uint8_t> frame) override;
+    // A reply from an address routed behind the guest on one of its
+    // forwards (RoutedEnds::admits), into slirp_input; else NotMine.
+    Verdict routed_frame(std::span<const uint8_t> frame) override;
     // libslirp's host sockets in its PollSet (updated by difference),
-    // lowering timeout_ms to libslirp's own deadline; serviced with the
+    // lowering timeout_ms to libslirp's own deadline (first, the ARP
+    // replies owed to it for routed ends); serviced with the
     // round's results (an error: libslirp skips them).
     int own_set_fd() const override { return polls_.fd(); }
     void before_wait(uint32_t &timeout_ms) override;
@@ -95,6 +100,9 @@ private:
     sockaddr_in6 out6_{};
     // libslirp's warnings about what the guest sent: 10 a minute at most.
     LogLimiter guest_error_log_{10, 60000};
+    // Forwards to addresses routed behind the guest.
+    RoutedEnds routed_;
+    RoutedEnds::ArpFrame arp_{};
     // Set with a libslirp that has the reassembly-queue loop.
     std::unique_ptr<ReassWrapGuard> wrap_guard_;
     // Runs before slirp_cleanup; see queue_drain.hpp.

@@ -178,10 +178,31 @@ TEST_CASE("duplicates, ports in use, bad values and unknown ids fail cleanly") {
     bad = tcp(port + 1, 80, "localhost");
     CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT).find("host_addr") !=
           std::string::npos);
+    // Outside the network (1.7): routed behind the guest, if unicast.
     bad = tcp(port + 1);
-    bad.guest_addr = "192.168.1.1";
+    bad.guest_addr = "127.0.0.1";
     CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT) ==
-          "invalid guest_addr \"192.168.1.1\": not in 10.0.2.0/24");
+          "invalid guest_addr \"127.0.0.1\": outside 10.0.2.0/24, so routed behind "
+          "the guest, but not a unicast address");
+    bad.guest_addr = "10.0.2.2";
+    CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid guest_addr \"10.0.2.2\": the gateway of 10.0.2.0/24, not a guest");
+    // A bridge network's container behind the guest: taken and listed.
+    auto routed = tcp(free_port());
+    routed.guest_addr = "10.89.0.2";
+    uint32_t rid = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &routed, &rid, nullptr) == RKNP_OK);
+    {
+        rknp_forward_info list[4];
+        for (auto &i : list) i.struct_size = sizeof i;
+        uint32_t n = 0;
+        CHECK(rknp_parent_list_forwards(r.p, list, 4, &n, nullptr) == RKNP_OK);
+        bool listed = false;
+        for (uint32_t i = 0; i < n && i < 4; i++)
+            listed = listed || (list[i].id == rid && std::string(list[i].guest_addr) == "10.89.0.2");
+        CHECK(listed);
+        CHECK(rknp_parent_remove_forward(r.p, rid, nullptr) == RKNP_OK);
+    }
     bad = tcp(port + 1);
     bad.protocol = 7;
     CHECK(add_error(r.p, bad, RKNP_ERR_INVALID_ARGUMENT).find("protocol") !=

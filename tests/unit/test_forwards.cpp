@@ -36,11 +36,43 @@ TEST_CASE("forward specs default to 0.0.0.0 and the guest address") {
     auto f = make(8080);
     f.guest_addr = "10.0.135.200";
     CHECK(format_ipv4(ForwardSpec::from_c(f, kNet).guest) == "10.0.135.200");
-    f.guest_addr = "10.0.135.1";
-    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
-                         "invalid guest_addr \"10.0.135.1\": not in "
-                         "10.0.135.128/25",
+    CHECK_FALSE(ForwardSpec::from_c(f, kNet).routed);
+    CHECK_FALSE(s.routed);
+}
+
+TEST_CASE("a guest_addr outside the network is routed behind the guest") {
+    auto f = make(18092);
+    f.guest_addr = "10.89.0.2"; // Podman's bridge network in the namespace
+    auto s = ForwardSpec::from_c(f, kNet);
+    CHECK(s.routed);
+    CHECK(format_ipv4(s.guest) == "10.89.0.2");
+    f.guest_addr = "10.0.135.1"; // just below the network
+    CHECK(ForwardSpec::from_c(f, kNet).routed);
+    // Never the host's own names or what no guest could answer from.
+    const char *bad[][2] = {{"127.0.0.1", "not a unicast address"},
+                            {"0.0.0.9", "not a unicast address"},
+                            {"224.0.0.1", "not a unicast address"},
+                            {"255.255.255.255", "not a unicast address"}};
+    for (const auto &[addr, what] : bad) {
+        f.guest_addr = addr;
+        CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
+                             ("invalid guest_addr \"" + std::string(addr) +
+                              "\": outside 10.0.135.128/25, so routed behind the "
+                              "guest, but " + what)
+                                 .c_str(),
+                             Error);
+    }
+    // pasta's model: the DNS forwarder may lie outside the network.
+    Ipv4Cidr net = kNet;
+    net.dns_addr = 0xa9fe0101; // 169.254.1.1
+    f.guest_addr = "169.254.1.1";
+    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, net),
+                         "invalid guest_addr \"169.254.1.1\": outside "
+                         "10.0.135.128/25, so routed behind the guest, but the "
+                         "DNS forwarder",
                          Error);
+    f.guest_addr = "fd00::2";
+    CHECK_THROWS_AS(ForwardSpec::from_c(f, kNet), Error); // IPv4 only
 }
 
 TEST_CASE("a forward to the network's own addresses is refused, not dropped") {

@@ -241,3 +241,77 @@ TEST_CASE("tcp_forward: all forwards' slots taken, the accepted connection is re
     ::close(c2);
     ::close(c1);
 }
+
+TEST_CASE("tcp_forward: to an address routed behind the guest, its replies taken") {
+    // Podman's bridge network in the namespace: the forward's target is a
+    // container's address (10.89.0.2) the guest routes to, not the guest.
+    Sim sim;
+    uint16_t port = free_port();
+    sockaddr_storage ss = loopback(port);
+    constexpr uint32_t kRouted = 0x0a590002; // 10.89.0.2
+    REQUIRE(sim.fp->add_forward(reinterpret_cast<sockaddr *>(&ss), len_of(false), kRouted,
+                                kGuestPort) == 0);
+    uint16_t cport = 0;
+    int c = client(port, &cport);
+    REQUIRE(c >= 0);
+    // The guest's MAC unknown: the ARP asks for the guest's own address
+    // (10.0.2.100), which answers, not for the routed one, which cannot.
+    bool arp = false;
+    for (int i = 0; i < 500 && !arp; ++i) {
+        sim.pump(2);
+        for (auto &r : sim.rx)
+            if (r.frame.size() == 42 && r.frame[12] == 0x08 && r.frame[13] == 0x06) {
+                arp = true;
+                CHECK(r.frame[38] == 10);
+                CHECK(r.frame[39] == 0);
+                CHECK(r.frame[40] == 2);
+                CHECK(r.frame[41] == 100);
+            }
+    }
+    REQUIRE(arp);
+    sim.rx.clear();
+    guest_arp_reply(sim);
+
+    Server g(sim, cport);
+    addr4(g.src, 10, 89, 0, 2);
+    sim.routed = true; // from here on the guest's frames come from 10.89.0.2
+    Rx syn;
+    REQUIRE(g.accept(&syn));
+    uint8_t routed[16], gw[16];
+    addr4(routed, 10, 89, 0, 2);
+    addr4(gw, 10, 0, 2, 2);
+    CHECK(std::memcmp(syn.frame.data(), kGuestMac, 6) == 0); // through the guest
+    CHECK(std::memcmp(syn.seg.dst, routed, 16) == 0);
+    CHECK(std::memcmp(syn.seg.src, gw, 16) == 0); // a loopback client, as before
+    CHECK(syn.seg.dport == kGuestPort);
+    Bytes up = pattern(1 << 20, 21);
+    CHECK(guest_to_host(sim, g, c, up, 60000) == up);
+    Bytes down = pattern(1 << 20, 22);
+    H2G o;
+    CHECK(host_to_guest(sim, g, c, down, o) == down);
+    CHECK(sim.fp->forward_flows() == 1);
+
+    // From that address nothing but the forward's flow: a SYN anywhere
+    // opens nothing, a segment of no flow is not taken.
+    Guest other(sim, false, 80, kGuestPort, 5000);
+    addr4(other.src, 10, 89, 0, 2);
+    addr4(other.dst, 192, 0, 2, 1);
+    CHECK(other.syn() == Verdict::NotMine);
+    CHECK(other.send(kAck, 5000) == Verdict::NotMine);
+    Guest wrong_port(sim, false, cport, kGuestPort + 1, 5000);
+    addr4(wrong_port.src, 10, 89, 0, 2);
+    CHECK(wrong_port.send(kAck, 5000) == Verdict::NotMine);
+    CHECK(sim.fp->flows() == 0);
+    CHECK(sim.fp->forward_flows() == 1);
+    // A flow the guest opened from its own address is never the routed
+    // path's: the same segment through routed_frame is not taken.
+    sim.routed = false;
+    Listener l;
+    Guest own(sim, false, l.port, 41000, 9000);
+    // (its destination the gateway: the host's loopback)
+    REQUIRE(own.syn() == Verdict::Consumed);
+    CHECK(sim.fp->flows() == 1);
+    sim.routed = true;
+    CHECK(own.send(kAck, 9001) == Verdict::NotMine);
+    ::close(c);
+}

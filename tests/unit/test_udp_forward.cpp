@@ -667,3 +667,69 @@ TEST_CASE("udp_forward: the guest's port unreachable ends a client's flow") {
     CHECK(rig.path.forward_flows() == 1);
     CHECK(rig.guest.out.size() == 2);
 }
+
+TEST_CASE("udp_forward: to an address routed behind the guest, its replies taken") {
+    // Podman's bridge network in the namespace: the forward goes to a
+    // container's address the guest routes (10.89.0.2), through the
+    // guest's MAC; the container's replies come from that address.
+    Rig rig;
+    const uint8_t routed[4] = {10, 89, 0, 2};
+    uint16_t port = 0;
+    sockaddr_storage host{};
+    socklen_t host_len = 0;
+    for (int attempt = 0; attempt < 10 && port == 0; ++attempt) {
+        const uint16_t p = free_port(false);
+        host = loopback(false, p, host_len);
+        if (rig.path.add_forward(reinterpret_cast<sockaddr *>(&host), host_len, 0x0a590002,
+                                 kGuestPort) == 0)
+            port = p;
+    }
+    REQUIRE(port != 0);
+    HostSocket client(false);
+    const Bytes ask = pattern(300, 3), answer = pattern(900, 4);
+    auto send = [&] {
+        REQUIRE(::sendto(client.fd.get(), ask.data(), ask.size(), 0,
+                         reinterpret_cast<const sockaddr *>(&host), host_len) ==
+                ssize_t(ask.size()));
+        REQUIRE(rig.poll_host());
+    };
+    // The guest's MAC unknown: the ARP asks for the guest's own address.
+    send();
+    REQUIRE(rig.guest.out.size() == 1);
+    const Bytes &arp = rig.guest.out[0].frame;
+    REQUIRE(arp.size() == 42);
+    CHECK(arp[12] == 0x08);
+    CHECK(arp[13] == 0x06);
+    CHECK(std::memcmp(arp.data() + 38, kGuest4, 4) == 0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(rig.path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53,
+                                                 pattern(4, 0))) == Verdict::NotMine);
+    send();
+    REQUIRE(rig.guest.out.size() == 2);
+    const Bytes f = completed(rig.guest.out[1]);
+    REQUIRE(f.size() == 14 + 20 + 8 + ask.size());
+    CHECK(std::equal(kGuestMac, kGuestMac + 6, f.begin()));
+    CHECK(std::memcmp(f.data() + 14 + 12, kGateway4, 4) == 0); // the client as before
+    CHECK(std::memcmp(f.data() + 14 + 16, routed, 4) == 0);
+    CHECK(be16(f.data() + 14 + 22) == kGuestPort);
+
+    // The reply, from 10.89.0.2, through routed_frame: to the client.
+    const Bytes reply = guest_datagram(false, routed, kGateway4, kGuestPort, client.port, answer);
+    CHECK(rig.path.routed_frame(reply) == Verdict::Consumed);
+    rig.path.flush();
+    std::optional<Bytes> got = client.recv();
+    REQUIRE(got);
+    CHECK(*got == answer);
+    // Nothing else from that address: not another port, not a new flow
+    // anywhere, not as the guest's own traffic.
+    const uint8_t far[4] = {192, 0, 2, 1};
+    CHECK(rig.path.routed_frame(guest_datagram(false, routed, far, kGuestPort, 53, answer)) ==
+          Verdict::NotMine);
+    CHECK(rig.path.routed_frame(guest_datagram(false, routed, kGateway4, kGuestPort + 1,
+                                               client.port, answer)) == Verdict::NotMine);
+    CHECK(rig.path.flows() == 0);
+    // The guest's own flows are never routed_frame's.
+    CHECK(rig.path.routed_frame(guest_datagram(false, kGuest4, far, 41000, 53, answer)) ==
+          Verdict::NotMine);
+    CHECK(rig.path.flows() == 0);
+}

@@ -186,6 +186,19 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     return Verdict::Consumed;
 }
 
+Verdict FastPath::routed_frame(std::span<const uint8_t> frame) {
+    const FlushOnReturn flush{*this};
+    Segment s;
+    if (parse_segment(frame, s) != Parse::Ok || s.v6) return Verdict::NotMine;
+    // A flow the guest opened has its own address at this end: only a
+    // forwarded connection's can match a routed source.
+    uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
+    std::optional<uint32_t> idx = table_.find(s.src, s.dst, s.sport, s.dport, s.v6, h);
+    if (!idx || fwd_of_[*idx] == kGuestFlow) return Verdict::NotMine;
+    deliver(*idx, s, frame);
+    return Verdict::Consumed;
+}
+
 void FastPath::deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> frame) {
     int64_t t = now();
     const uint64_t ref = table_.ref(idx);
@@ -310,8 +323,12 @@ void FastPath::send_arp(const uint8_t guest[16]) {
         ++stats_.frames_lost;
         return;
     }
+    // An address routed behind the guest answers no ARP: the guest does,
+    // for its own, with the MAC that address is reached through.
+    uint32_t ask = ipv4_of(guest);
+    if ((ask & cfg_.mask4) != (cfg_.net4 & cfg_.mask4)) ask = cfg_.guest4;
     uint8_t f[kArpRequestLen];
-    gateway_arp_request(cfg_.gateway4, guest + 12, f);
+    gateway_arp_request(cfg_.gateway4, ipv4_bytes(ask).data(), f);
     out_.append_raw(f);
     ++stats_.arp_requests;
 }

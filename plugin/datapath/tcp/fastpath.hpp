@@ -73,6 +73,9 @@ public:
     // stripped; IPv4 fragments already reassembled). NotMine: give it to
     // libslirp. Frames for the guest may be added to frames().
     Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
+    // A reply from an address routed behind the guest: a segment of a
+    // connection accepted on a forward to it, else NotMine.
+    Verdict routed_frame(std::span<const uint8_t> eth_frame) override;
     const char *name() const override { return "TCP fast path"; }
     Traits traits() const override { return {.needs_vnet_hdr = true}; }
 

@@ -224,6 +224,18 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     return Verdict::Consumed;
 }
 
+Verdict FastPath::routed_frame(std::span<const uint8_t> frame) {
+    Datagram d;
+    if (parse_datagram(frame, d) != Parse::Ok || d.v6) return Verdict::NotMine;
+    // Only a forward's client has a guest end outside the guest's own
+    // addresses (the guest's flows are keyed by its own).
+    const std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport);
+    if (!c) return Verdict::NotMine;
+    clients_.answered(*c, now());
+    queue(clients_[*c], d.payload);
+    return Verdict::Consumed;
+}
+
 std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t h) {
     const Admission a = cfg_.admit_flow ? cfg_.admit_flow() : Admission::Accept;
     std::optional<uint32_t> slot = a == Admission::Accept ? table_.reserve() : std::nullopt;
@@ -924,6 +936,9 @@ void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
 }
 
 void FastPath::send_arp(uint32_t guest4) {
+    // An address routed behind the guest answers no ARP: the guest does,
+    // for its own, with the MAC that address is reached through.
+    if ((guest4 & cfg_.mask4) != (cfg_.net4 & cfg_.mask4)) guest4 = cfg_.guest4;
     uint8_t f[kArpRequestLen];
     gateway_arp_request(cfg_.gateway4, ipv4_bytes(guest4).data(), f);
     guest_.write_frame(VnetHdr{}, {f, sizeof f}, {});

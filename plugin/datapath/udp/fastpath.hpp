@@ -119,6 +119,9 @@ public:
     // The guest's ICMP port unreachable about a flow's datagram ends that
     // flow (Consumed).
     Verdict guest_frame(std::span<const uint8_t> eth_frame) override;
+    // A reply from an address routed behind the guest: a datagram to a
+    // client of a forward to it, else NotMine.
+    Verdict routed_frame(std::span<const uint8_t> eth_frame) override;
     const char *name() const override { return "UDP fast path"; }
     Traits traits() const override { return {.needs_vnet_hdr = true}; }
     // Sends the datagrams guest_frame() queued (a different flow or size
