@@ -300,3 +300,53 @@ TEST_CASE("pasta port spec: errors are PortSpecError, a runtime_error") {
                       "before it starts");
     CHECK_NOTHROW(parse_port_spec("22"));
 }
+
+TEST_CASE("pasta port spec: a target address in the namespace") {
+    // Podman 6's pesto for a container on a bridge network behind the
+    // rootless network namespace.
+    PortSpec p = parse_port_spec("0.0.0.0/18092:10.89.0.2/8000");
+    CHECK(p.mode == PortMode::list);
+    CHECK(p.address == "0.0.0.0");
+    CHECK(p.target == "10.89.0.2");
+    CHECK(p.mappings == std::vector<PortMapping>{{18092, 8000}});
+
+    // No host address: the first '/' belongs to the target.
+    PortSpec bare = parse_port_spec("8080:10.89.0.2/80");
+    CHECK(bare.address.empty());
+    CHECK(bare.target == "10.89.0.2");
+    CHECK(bare.mappings == std::vector<PortMapping>{{8080, 80}});
+
+    // IPv6 targets, bracketed or not, and ranges.
+    PortSpec v6 = parse_port_spec("[::]/18092-18093:[fd00:1::2]/8000-8001");
+    CHECK(v6.address == "::");
+    CHECK(v6.target == "fd00:1::2");
+    CHECK(v6.mappings == std::vector<PortMapping>{{18092, 8000}, {18093, 8001}});
+    CHECK(parse_port_spec("::/80:fd00:1::2/8080").target == "fd00:1::2");
+    CHECK(parse_port_spec("8080:[fd00:1::2]/80").target == "fd00:1::2");
+    // Unbracketed and without a host address it reads as one: "8080:fd00::2"
+    // is an IPv6 address itself (pasta's syntax has the same ambiguity).
+    CHECK(parse_port_spec("8080:fd00::2/80").address == "8080:fd00::2");
+
+    // Items that agree on the target, exclusions beside them.
+    PortSpec two = parse_port_spec("80:10.89.0.2/8080,81:10.89.0.2/8081,~82");
+    CHECK(two.target == "10.89.0.2");
+    CHECK(two.mappings == std::vector<PortMapping>{{80, 8080}, {81, 8081}});
+
+    // Without one, target stays empty.
+    CHECK(parse_port_spec("0.0.0.0/80:8080").target.empty());
+}
+
+TEST_CASE("pasta port spec: bad target addresses") {
+    check_refused("0.0.0.0/80:10.89.0.300/80",
+                  "target '10.89.0.300' is not an IPv4 or IPv6 address");
+    check_refused("0.0.0.0/80:/80", "empty target address before '/'");
+    check_refused("0.0.0.0/80:[]/80", "empty target address before '/'");
+    check_refused("0.0.0.0/80:example.org/80", "is not an IPv4 or IPv6 address");
+    check_refused("0.0.0.0/80:10.89.0.2/", "is not a port number");
+    check_refused("0.0.0.0/80:10.89.0.2%eth0/80", "is not an IPv4 or IPv6 address");
+    // One target a spec, and none beside one.
+    check_refused("80:10.89.0.2/80,81:10.89.0.3/81", "different target addresses");
+    check_refused("80:10.89.0.2/80,81", "different target addresses");
+    check_refused("81,80:10.89.0.2/80", "different target addresses");
+    check_refused("80:81,82:10.89.0.2/82", "different target addresses");
+}

@@ -96,7 +96,7 @@ struct Rig {
         uint32_t id = 0;
         std::string error;
         REQUIRE(backend.add(f, id, error));
-        table.add({proto, addr, hp, gp, id});
+        table.add({proto, addr, hp, gp, id, ""});
     }
     std::string apply(std::vector<Change> changes) { return server.apply(changes); }
 };
@@ -112,6 +112,34 @@ TEST_CASE("pesto server: Podman's form, to the namespace's address") {
     CHECK(r.apply({del_tcp("0.0.0.0/8080"), del_tcp("[::]/8080")}) == "");
     CHECK(r.backend.held.empty());
     CHECK(r.server.forwards() == 0);
+}
+
+TEST_CASE("pesto server: Podman 6's bridge networks, to a container's address") {
+    // The container's address on a bridge network inside the namespace:
+    // the forward goes there, not to the namespace's own address.
+    Rig r;
+    CHECK(r.apply({add_tcp("0.0.0.0/18092:10.89.0.2/8000"),
+                   {Op::add, Proto::udp, "0.0.0.0/18093:10.89.0.2/8001"}}) == "");
+    CHECK(r.backend.list() == std::set<std::string>{"tcp 0.0.0.0:18092->10.89.0.2:8000",
+                                                    "udp 0.0.0.0:18093->10.89.0.2:8001"});
+    CHECK(r.apply({add_tcp("0.0.0.0/18092:10.89.0.3/8000")}) ==
+          "tcp 0.0.0.0 port 18092 is forwarded already (to 10.89.0.2 port 8000)");
+    // A delete names the same target, or none of another's.
+    CHECK(r.apply({del_tcp("0.0.0.0/18092:10.89.0.3/8000")}) ==
+          "tcp 0.0.0.0 port 18092 forwards to 10.89.0.2 port 8000, not 10.89.0.3 port 8000");
+    CHECK(r.apply({del_tcp("0.0.0.0/18092:8000")}) ==
+          "tcp 0.0.0.0 port 18092 forwards to 10.89.0.2 port 8000, not port 8000");
+    CHECK(r.apply({del_tcp("0.0.0.0/18092:10.89.0.2/8000")}) == "");
+    CHECK(r.backend.list() == std::set<std::string>{"udp 0.0.0.0:18093->10.89.0.2:8001"});
+    // Without an address a spec still binds 0.0.0.0 and ::, both to it.
+    CHECK(r.apply({add_tcp("18094:[10.89.0.2]/80")}) == "");
+    CHECK(r.backend.list().count("tcp :::18094->10.89.0.2:80") == 1);
+    // IPv6 targets: refused by name, nothing bound.
+    const size_t before = r.backend.held.size();
+    CHECK(r.apply({add_tcp("[::]/18095:[fd00::2]/80")}) ==
+          "-t [::]/18095:[fd00::2]/80: an IPv6 target address is not supported by "
+          "rknp-pasta yet");
+    CHECK(r.backend.held.size() == before);
 }
 
 TEST_CASE("pesto server: rootlesskit's form, one address and a guest port") {
@@ -136,7 +164,7 @@ TEST_CASE("pesto server: the command line's and auto's forwards are its to delet
     // Found when added again, deleted as named, all or none.
     CHECK(r.apply({add_tcp("0.0.0.0/8080:80")}) ==
           "tcp 0.0.0.0 port 8080 is forwarded already (to port 80)");
-    CHECK(r.apply({del_tcp("8080:81")}) == "tcp 0.0.0.0 port 8080 forwards to port 80, not 81");
+    CHECK(r.apply({del_tcp("8080:81")}) == "tcp 0.0.0.0 port 8080 forwards to port 80, not port 81");
     CHECK(r.backend.held.size() == 3);
     CHECK(r.apply({del_tcp("8080:80"), {Op::remove, Proto::udp, "0.0.0.0/5353"}}) == "");
     CHECK(r.backend.held.empty());
@@ -153,7 +181,7 @@ TEST_CASE("pesto server: a delete must name the forward as it is") {
     Rig r;
     CHECK(r.apply({add_tcp("0.0.0.0/8080:80")}) == "");
     CHECK(r.apply({del_tcp("0.0.0.0/8080:81")}) ==
-          "tcp 0.0.0.0 port 8080 forwards to port 80, not 81");
+          "tcp 0.0.0.0 port 8080 forwards to port 80, not port 81");
     CHECK(r.apply({del_tcp("127.0.0.1/8080:80")}).find("is not forwarded") != std::string::npos);
     CHECK(r.backend.held.size() == 1);
     // Addresses are compared as addresses, not as text.

@@ -54,6 +54,35 @@ bool is_address(const std::string &a) {
            inet_pton(AF_INET6, a.c_str(), buf) == 1;
 }
 
+// Whether what precedes a spec's first '/' is a port item with a target
+// address ("8080:10.89.0.2" of "8080:10.89.0.2/80") rather than the host
+// address: its first ':' follows a port or range, and it is no IPv6
+// address ("1::2" is one).
+bool is_item_with_target(std::string_view s) {
+    size_t colon = s.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return false;
+    if (s.substr(0, colon).find_first_not_of("0123456789-,~") != std::string_view::npos)
+        return false;
+    unsigned char buf[16];
+    return inet_pton(AF_INET6, std::string(s).c_str(), buf) != 1;
+}
+
+// The target of a mapping's right-hand side "TARGET/G[-H]" (brackets
+// stripped): its ports are left in `to`. Returns "" when it names none.
+std::string split_target(std::string_view spec, std::string_view &to) {
+    size_t slash = to.rfind('/');
+    if (slash == std::string_view::npos) return "";
+    std::string_view addr = to.substr(0, slash);
+    to = to.substr(slash + 1);
+    if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']')
+        addr = addr.substr(1, addr.size() - 2);
+    std::string a(addr);
+    if (a.empty()) fail(spec, "empty target address before '/'");
+    if (!is_address(a))
+        fail(spec, "target '" + a + "' is not an IPv4 or IPv6 address");
+    return a;
+}
+
 // "ADDR", "[ADDR]", "ADDR%IF", "[ADDR]%IF" or "%IF".
 void parse_address(std::string_view spec, std::string_view s, PortSpec &out) {
     size_t pct = s.find('%');
@@ -97,7 +126,8 @@ PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
         fail(spec, "'all' is passt's, not pasta's (name the ports)");
     out.mode = PortMode::list;
     std::string_view ports = spec;
-    if (size_t slash = spec.find('/'); slash != std::string_view::npos) {
+    if (size_t slash = spec.find('/');
+        slash != std::string_view::npos && !is_item_with_target(spec.substr(0, slash))) {
         parse_address(spec, spec.substr(0, slash), out);
         ports = spec.substr(slash + 1);
     }
@@ -126,7 +156,13 @@ PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
         Range host = parse_range(spec, item.substr(0, colon));
         Range to = host;
         if (colon != std::string_view::npos) {
-            to = parse_range(spec, item.substr(colon + 1));
+            std::string_view right = item.substr(colon + 1);
+            std::string target = split_target(spec, right);
+            if (target != out.target && (any_included || !out.target.empty()))
+                fail(spec, "its mappings name different target addresses "
+                           "(rknp takes one a spec)");
+            out.target = std::move(target);
+            to = parse_range(spec, right);
             if (to.last - to.first != host.last - host.first)
                 fail(spec, "'" + std::string(item) +
                                "' maps ranges of different sizes");
@@ -139,6 +175,9 @@ PortSpec parse_port_spec(std::string_view spec, PortRange ephemeral) {
             guest[p] = g;
         }
         any_included = true;
+        if (colon == std::string_view::npos && !out.target.empty())
+            fail(spec, "its mappings name different target addresses "
+                       "(rknp takes one a spec)");
     }
     if (!any_included) {
         // Only exclusions: every other port but the ephemeral range.

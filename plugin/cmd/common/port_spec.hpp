@@ -2,7 +2,10 @@
 
 // pasta's port specifications (-t, -u, -T, -U), parsed: "none", "auto", or
 // [ADDR[%IFACE]/]PORTS where PORTS is a comma-separated list of N, N-M,
-// N:G, N-M:G-H and exclusions ~N, ~N-M. rknp-pasta's options and
+// N:G, N-M:G-H and exclusions ~N, ~N-M; a mapping may name the address it
+// goes to in the namespace, N:TARGET/G or N-M:TARGET/G-H (IPv4, or IPv6
+// bracketed or not), as Podman's pesto does for a container on a bridge
+// network behind the namespace (0.0.0.0/8080:10.89.0.2/80). rknp-pasta's options and
 // rknp-pesto's requests both take them. Pure but for
 // host_ephemeral_range(): no system calls, so unit tests cover every form.
 #pragma once
@@ -27,6 +30,9 @@ struct PortSpec {
     PortMode mode = PortMode::none;
     std::string address; // IPv4 or IPv6 literal, no brackets; "": any
     std::string ifname;  // after '%'; "": any
+    // The address the mappings go to in the namespace, no brackets; "":
+    // the namespace's own. One a spec: its items name the same or none.
+    std::string target;
     std::vector<PortMapping> mappings; // mode list: ascending host ports
 };
 

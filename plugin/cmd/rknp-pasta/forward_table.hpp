@@ -22,6 +22,9 @@ struct Forward {
     uint16_t host_port;
     uint16_t guest_port;
     uint32_t id;           // the parent's
+    // The address in the namespace it goes to (a spec's target, canonical):
+    // "" for the namespace's own.
+    std::string target;
 };
 
 class ForwardTable {

@@ -24,6 +24,11 @@ std::string describe(const PestoServer::Forward &f) {
            std::to_string(f.host_port);
 }
 
+// "port 80", or "10.89.0.2 port 80" for a target in the namespace.
+std::string destination(const PestoServer::Forward &f) {
+    return (f.target.empty() ? "" : f.target + " ") + "port " + std::to_string(f.guest_port);
+}
+
 } // namespace
 
 PestoServer::PestoServer(ForwardTable &table, cmd::ForwardBackend &backend,
@@ -116,6 +121,10 @@ std::string PestoServer::expand(const Change &c, std::vector<Step> &steps,
     if (!spec.ifname.empty())
         return option + " " + c.spec +
                ": binding to an interface (%IFACE) is not supported by rknp-pasta";
+    if (spec.target.find(':') != std::string::npos)
+        return option + " " + c.spec +
+               ": an IPv6 target address is not supported by rknp-pasta yet";
+    const std::string target = ForwardTable::canonical(spec.target);
     std::vector<std::pair<std::string, bool>> addrs; // (address, optional)
     if (spec.address.empty()) {
         addrs.emplace_back("0.0.0.0", false);
@@ -133,7 +142,7 @@ std::string PestoServer::expand(const Change &c, std::vector<Step> &steps,
                        std::to_string(2 * limits_.max_forwards) +
                        " forwards (at most " + std::to_string(limits_.max_forwards) +
                        " are in force)";
-            steps.push_back({c.op, {proto, addr, m.host, m.guest, 0}, optional});
+            steps.push_back({c.op, {proto, addr, m.host, m.guest, 0, target}, optional});
             if (c.op == Op::add) adds++;
         }
     return "";
@@ -149,20 +158,20 @@ std::string PestoServer::run(const Step &s, Step &done, bool &did) {
     std::string error;
     if (s.op == Op::add) {
         if (it != table_.end())
-            return describe(f) + " is forwarded already (to port " +
-                   std::to_string(it->guest_port) + ")";
+            return describe(f) + " is forwarded already (to " + destination(*it) + ")";
         rknp_forward fwd = RKNP_FORWARD_INIT;
         fwd.protocol = f.proto;
         fwd.host_addr = f.host_addr.c_str();
         fwd.host_port = f.host_port;
         fwd.guest_port = f.guest_port;
-        fwd.guest_addr = guest_addr_.empty() ? nullptr : guest_addr_.c_str();
+        const std::string &to = f.target.empty() ? guest_addr_ : f.target;
+        fwd.guest_addr = to.empty() ? nullptr : to.c_str();
         uint32_t id = 0;
         if (!backend_.add(fwd, id, error)) {
             // "::" next to "0.0.0.0": a host without IPv6 is fine.
             if (s.optional) return "";
-            return "cannot forward " + describe(f) + " to port " +
-                   std::to_string(f.guest_port) + ": " + error;
+            return "cannot forward " + describe(f) + " to " + destination(f) + ": " +
+                   error;
         }
         Forward added = f;
         added.id = id;
@@ -175,9 +184,9 @@ std::string PestoServer::run(const Step &s, Step &done, bool &did) {
         if (s.optional) return "";
         return describe(f) + " is not forwarded";
     }
-    if (it->guest_port != f.guest_port)
-        return describe(f) + " forwards to port " + std::to_string(it->guest_port) +
-               ", not " + std::to_string(f.guest_port);
+    if (it->guest_port != f.guest_port || it->target != f.target)
+        return describe(f) + " forwards to " + destination(*it) + ", not " +
+               destination(f);
     if (!backend_.remove(it->id, error))
         return "cannot delete the forward of " + describe(f) + ": " + error;
     done.fwd.id = it->id;

@@ -34,6 +34,10 @@ void parse_kind(const std::vector<std::string> &specs, const char *option,
             throw cmd::Failure(std::string(option) + " " + s +
                                ": binding to an interface (%IFACE) is not "
                                "supported by rknp-pasta");
+        if (spec.target.find(':') != std::string::npos)
+            throw cmd::Failure(std::string(option) + " " + s +
+                               ": an IPv6 target address is not supported by "
+                               "rknp-pasta yet");
         switch (spec.mode) {
         case PortMode::none:
             none = true;
@@ -92,14 +96,17 @@ void PortForwarder::set_netns_files(std::vector<cmd::UniqueFd> fds) {
 
 bool PortForwarder::add(rknp_parent *p, uint32_t proto,
                         const std::string &host_addr, uint16_t host_port,
-                        uint16_t guest_port, uint32_t &id, std::string &error) {
+                        uint16_t guest_port, const std::string &target, uint32_t &id,
+                        std::string &error) {
     rknp_forward fwd = RKNP_FORWARD_INIT;
     fwd.protocol = proto;
     fwd.host_addr = host_addr.c_str();
     fwd.host_port = host_port;
     fwd.guest_port = guest_port;
+    fwd.guest_addr = target.empty() ? nullptr : target.c_str();
     if (!cmd::RknpForwards(p).add(fwd, id, error)) return false;
-    table_.add({proto, ForwardTable::canonical(host_addr), host_port, guest_port, id});
+    table_.add({proto, ForwardTable::canonical(host_addr), host_port, guest_port, id,
+                ForwardTable::canonical(target)});
     return true;
 }
 
@@ -118,7 +125,7 @@ void PortForwarder::bind_explicit(rknp_parent *p) {
                 for (size_t i = 0; i < addrs.size(); i++) {
                     uint32_t id = 0;
                     std::string error;
-                    if (add(p, k->proto, addrs[i], m.host, m.guest, id, error))
+                    if (add(p, k->proto, addrs[i], m.host, m.guest, spec.target, id, error))
                         continue;
                     // "::" next to "0.0.0.0": a host without IPv6 is fine.
                     if (spec.address.empty() && i > 0) continue;
@@ -162,7 +169,7 @@ bool PortForwarder::rescan(rknp_parent *p) {
             std::string error;
             // A port the host cannot bind (in use, privileged, or an
             // explicit forward already) stays unforwarded, as in pasta.
-            if (add(p, key.first, addr, uint16_t(key.second), uint16_t(key.second),
+            if (add(p, key.first, addr, uint16_t(key.second), uint16_t(key.second), "",
                     id, error))
                 ids.push_back(id);
         }

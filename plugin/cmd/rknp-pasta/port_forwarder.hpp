@@ -60,9 +60,10 @@ private:
         cmd::UniqueFd fd;
     };
     // Adds the forward, or returns false with the library's message.
+    // target: the address in the namespace ("": its own).
     bool add(rknp_parent *p, uint32_t proto, const std::string &host_addr,
-             uint16_t host_port, uint16_t guest_port, uint32_t &id,
-             std::string &error);
+             uint16_t host_port, uint16_t guest_port, const std::string &target,
+             uint32_t &id, std::string &error);
 
     Kind tcp_{RKNP_PROTO_TCP, {}, false}, udp_{RKNP_PROTO_UDP, {}, false};
     bool ipv6_;
