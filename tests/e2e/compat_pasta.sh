@@ -9,7 +9,8 @@
 # `--net=pasta --pasta-binary=PATH` with the shared cases of cases.sh and
 # the implicit port driver, a hostile container reaching back, and the -c
 # socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
-# rules, Podman's pesto calls).
+# rules, Podman's pesto calls, and to a bridge network's container behind
+# the namespace).
 #
 #   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
 #   PASTA_CASES="cli podman_style" sudo -E tests/e2e/compat_pasta.sh
@@ -435,8 +436,47 @@ case_pesto_podman() {
     expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
 }
 
+# 7. Podman 6's bridge network with pasta as the port forwarder: pesto
+# --add -t 0.0.0.0/P:10.89.0.2/8000, the container's address on a veth
+# behind the namespace (as netavark's bridge). The file through the
+# host's loopback, the client's address as the container sees it: a
+# loopback client as the gateway (198.19.0.1, --no-map-gw's model), a
+# LAN host (198.19.0.7) as itself, over TCP and UDP; nothing once deleted.
+case_pesto_bridge() {
+    local d="$SCRATCH/tmp/pesto-bridge" out="$SCRATCH/tmp/pesto-bridge.out" lan pid i ARGV
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    setup_world
+    user_argv unshare -rm python3 "$HELPER" podman-bridge "$PASTA" "$PESTO" "$d" "$SCRATCH/www" \
+        18190 18191
+    ip netns exec "$WORLD" "${ARGV[@]}" >"$out" 2>&1 &
+    pid=$!
+    for i in $(seq 150); do
+        grep -q '^ready$' "$out" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    lan=$(ip netns exec "$LAN" "$PY" "$HELPER" ask 198.19.0.5 18191 18191 2>&1) || true
+    touch "$d/done"
+    wait "$pid" || true
+    teardown_world
+    cat "$out"
+    echo "$lan"
+    expect "exit 0" "^exit=0\$" "$(cat "$out")"
+    expect "pesto --add -t 0.0.0.0/P:10.89.0.2/8000: exit 0" "^add=0 \$" "$(cat "$out")"
+    expect "the file from the container through 127.0.0.1" "^sha=$FILE_SHA\$" "$(cat "$out")"
+    expect "a loopback client seen as the gateway (TCP)" "^tcp_peer=198\.19\.0\.1\$" "$(cat "$out")"
+    expect "a loopback client seen as the gateway (UDP)" "^udp_peer=198\.19\.0\.1\$" "$(cat "$out")"
+    expect "a LAN client keeps its address (TCP)" "^tcp=198\.19\.0\.7\$" "$lan"
+    expect "a LAN client keeps its address (UDP)" "^udp=198\.19\.0\.7\$" "$lan"
+    expect "pesto --delete: exit 0" "^delete=0 \$" "$(cat "$out")"
+    expect "nothing once deleted" "^after_sha=\$" "$(cat "$out")"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$(cat "$out")"
+}
+
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
-ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman $RK3_CASES"
+ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman pesto_bridge $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

@@ -37,6 +37,21 @@ forwarded, and after_sha4 once deleted), udp4/udp6/after_udp (the
 echo's view of the client, "" without a reply) and mismatch (rknp-pasta's
 reply to a request in protocol version 2).
 
+    unshare -rm compat_pasta_helper.py podman-bridge BINARY PESTO DIR WWW \
+        TCP_PORT PEER_PORT
+
+Podman 6's bridge network in that namespace with pasta as the port
+forwarder: BINARY with -c as above; inside its namespace a second one
+(the container) on a veth, 10.89.0.2/24 behind the namespace's
+10.89.0.1 (forwarding on, as netavark sets it), serving WWW on port
+8000 and peer-echo on 8001 (TCP and UDP). Then, as Podman 6.1 does,
+PESTO --add -t 0.0.0.0/TCP_PORT:10.89.0.2/8000 (and PEER_PORT to 8001,
+-t and -u). Prints exit, add (the pesto run), sha (WWW/file through
+127.0.0.1:TCP_PORT), tcp_peer/udp_peer (what the container saw of a
+loopback client), "ready" and waits (60 s at most) for DIR/done while the
+caller asks from elsewhere, then delete and after_sha (nothing once
+deleted).
+
     compat_pasta_helper.py ask HOST PORT [UDP_PORT]
     compat_pasta_helper.py peer-echo PORT DONE_FILE
 
@@ -241,6 +256,74 @@ def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
     print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
 
 
+def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
+    """Podman 6's bridge network behind rknp-pasta's namespace, pesto mode."""
+    nsfile = netns_file(workdir)
+    sock = os.path.join(workdir, "pasta.sock")
+    pid_file = os.path.join(workdir, "rootless-netns-conn.pid")
+    argv = [binary, "--config-net", "--pid", pid_file, "-c", sock, "--dns-forward",
+            "169.254.1.1", "-t", "none", "-u", "none", "-T", "none", "-U", "none",
+            "--no-map-gw", "--quiet", "--netns", nsfile, "--map-guest-addr", "169.254.1.2"]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    print(f"exit={p.returncode}", flush=True)
+    inside = ["nsenter", f"--net={nsfile}"]
+    # The container: a netns of its own on a veth, as netavark makes it.
+    ctr = subprocess.Popen(inside + ["unshare", "-n", "sleep", "600"])
+    wait_for(lambda: os.readlink(f"/proc/{ctr.pid}/ns/net") !=
+             os.readlink("/proc/self/ns/net"), 5)
+    time.sleep(0.2)
+    in_ctr = ["nsenter", f"--net=/proc/{ctr.pid}/ns/net"]
+    for cmd in (inside + ["ip", "link", "add", "rbr0", "type", "veth", "peer", "name", "eth0",
+                          "netns", str(ctr.pid)],
+                inside + ["ip", "addr", "add", "10.89.0.1/24", "dev", "rbr0"],
+                inside + ["ip", "link", "set", "rbr0", "up"],
+                inside + ["sysctl", "-qw", "net.ipv4.ip_forward=1"],
+                in_ctr + ["ip", "addr", "add", "10.89.0.2/24", "dev", "eth0"],
+                in_ctr + ["ip", "link", "set", "eth0", "up"],
+                in_ctr + ["ip", "link", "set", "lo", "up"],
+                in_ctr + ["ip", "route", "add", "default", "via", "10.89.0.1"]):
+        subprocess.check_call(cmd)
+    done_file = os.path.join(workdir, "echo-done")
+    servers = [
+        subprocess.Popen(in_ctr + [sys.executable, "-m", "http.server", "--bind", "10.89.0.2",
+                                   "--directory", www, "8000"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen(in_ctr + [sys.executable, __file__, "peer-echo", "8001", done_file]),
+    ]
+
+    def run_pesto(name, *args):
+        r = subprocess.run([pesto, *args, sock], capture_output=True, text=True, timeout=30)
+        print(f"{name}={r.returncode} {(r.stdout + r.stderr).strip()}", flush=True)
+
+    run_pesto("add", "--add", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000",
+              "-t", f"0.0.0.0/{peer_port}:10.89.0.2/8001",
+              "-u", f"0.0.0.0/{peer_port}:10.89.0.2/8001")
+    print(f"sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 10)}", flush=True)
+    tcp_seen = ""
+    for _ in range(50):
+        try:
+            with socket.create_connection(("127.0.0.1", peer_port), timeout=2) as c:
+                tcp_seen = c.makefile().readline().strip()
+            break
+        except OSError:
+            time.sleep(0.2)
+    print(f"tcp_peer={tcp_seen}")
+    print(f"udp_peer={udp_peer('127.0.0.1', peer_port, 10)}")
+    print("ready", flush=True)
+    wait_for(lambda: os.path.exists(os.path.join(workdir, "done")), 60)
+    run_pesto("delete", "--delete", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000")
+    print(f"after_sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 0)}")
+    open(done_file, "w").close()
+    for srv in servers + [ctr]:
+        srv.kill()
+        srv.wait()
+    pid = int(open(pid_file).read().strip() or 0)
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+
+
 def peer_echo(port, done_file):
     tcp = socket.socket()
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -304,6 +387,9 @@ if __name__ == "__main__":
     elif sys.argv[1] == "podman-pesto":
         podman_pesto(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
                      int(sys.argv[7]), int(sys.argv[8]))
+    elif sys.argv[1] == "podman-bridge":
+        podman_bridge(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
+                      int(sys.argv[7]))
     elif sys.argv[1] == "ask":
         ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]))
     else:
