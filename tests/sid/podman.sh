@@ -39,14 +39,16 @@ sid_locked "${SID_TIMEOUT:-900}" "$@"
 
 # The rknp cases that must pass: with an rknp-pasta that knows Podman 6's
 # --map-guest-addr (pasta's address model: Podman 6 has no fallback
-# without it), every case but `network_pesto` (Podman's pesto names the
-# container's address in its spec, 0.0.0.0/HP:ADDR/CP, which rknp-pesto
-# does not take); with one that takes -6 (ABI 1.7: the host's IPv6
-# network, IPv6 -a/-g/--map-guest-addr) `addresses` and the rootless
-# network namespace's `network` (--address fc00::3) too; before that,
-# only `info`.
+# without it), every case but `network_pesto`; with one that takes -6
+# (ABI 1.7: the host's IPv6 network, IPv6 -a/-g/--map-guest-addr)
+# `addresses` and the rootless network namespace's `network` (--address
+# fc00::3) too; with one whose specs take a target address (its --help
+# names ADDR/G: Podman's pesto names the container's bridge address,
+# 0.0.0.0/HP:ADDR/CP) `network_pesto` too; before that, only `info`.
 if [ -z "${SID_RKNP_EXPECT+set}" ]; then
-    if "$BUILD_DIR/bin/rknp-pasta" --help 2>&1 | grep -q -- --ipv6-only; then
+    if "$BUILD_DIR/bin/rknp-pasta" --help 2>&1 | grep -q -- 'ADDR/G'; then
+        SID_RKNP_EXPECT="addresses download download6 publish client_addr host_address host_loopback dns network network_pesto info"
+    elif "$BUILD_DIR/bin/rknp-pasta" --help 2>&1 | grep -q -- --ipv6-only; then
         SID_RKNP_EXPECT="addresses download download6 publish client_addr host_address host_loopback dns network info"
     elif "$BUILD_DIR/bin/rknp-pasta" --help 2>&1 | grep -q -- --map-guest-addr; then
         SID_RKNP_EXPECT="download download6 publish client_addr host_address host_loopback dns info"
