@@ -443,7 +443,7 @@ case_pesto_podman() {
 # loopback client as the gateway (198.19.0.1, --no-map-gw's model), a
 # LAN host (198.19.0.7) as itself, over TCP and UDP; nothing once deleted.
 case_pesto_bridge() {
-    local d="$SCRATCH/tmp/pesto-bridge" out="$SCRATCH/tmp/pesto-bridge.out" lan pid i ARGV
+    local d="$SCRATCH/tmp/pesto-bridge" out="$SCRATCH/tmp/pesto-bridge.out" lan pid ARGV
     rm -rf "$d"
     mkdir -p "$d"
     chown "$RKNP_TEST_USER" "$d"
@@ -452,7 +452,7 @@ case_pesto_bridge() {
         18190 18191
     ip netns exec "$WORLD" "${ARGV[@]}" >"$out" 2>&1 &
     pid=$!
-    for i in $(seq 150); do
+    for _ in $(seq 150); do
         grep -q '^ready$' "$out" 2>/dev/null && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.2

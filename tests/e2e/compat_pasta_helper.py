@@ -197,8 +197,10 @@ def http_sha(url, seconds):
             time.sleep(0.2)
 
 
-def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
-    """Podman 6's rootless netns: rknp-pasta with -c, ports through pesto."""
+def rootless_netns(binary, workdir):
+    """Podman 6's rootless netns: BINARY with its -c socket and no ports, as
+    Podman starts it with rootless_port_forwarder="pasta"; prints exit and
+    output, returns the netns file, the socket and the --pid file."""
     nsfile = netns_file(workdir)
     sock = os.path.join(workdir, "pasta.sock")
     pid_file = os.path.join(workdir, "rootless-netns-conn.pid")
@@ -208,7 +210,26 @@ def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        stdin=subprocess.DEVNULL, timeout=60)
     print(f"exit={p.returncode}")
-    print(f"output={p.stdout.decode(errors='replace')!r}")
+    print(f"output={p.stdout.decode(errors='replace')!r}", flush=True)
+    return nsfile, sock, pid_file
+
+
+def end_rootless_netns(done_file, procs, nsfile, pid_file):
+    """Stops the servers (done_file, then procs killed), deletes the netns
+    file and prints whether the pasta of --pid exited within 5 s."""
+    open(done_file, "w").close()
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+    pid = int(open(pid_file).read().strip() or 0)
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+
+
+def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
+    """Podman 6's rootless netns: rknp-pasta with -c, ports through pesto."""
+    nsfile, sock, pid_file = rootless_netns(binary, workdir)
     inside = ["nsenter", f"--net={nsfile}"]
     done_file = os.path.join(workdir, "echo-done")
     servers = [
@@ -246,27 +267,12 @@ def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
         c.shutdown(socket.SHUT_WR)
         print(f"mismatch={c.makefile('rb').read().decode(errors='replace')!r}")
     busy.close()
-    open(done_file, "w").close()
-    for srv in servers:
-        srv.kill()
-        srv.wait()
-    pid = int(open(pid_file).read().strip() or 0)
-    subprocess.check_call(["umount", nsfile])
-    os.unlink(nsfile)
-    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+    end_rootless_netns(done_file, servers, nsfile, pid_file)
 
 
 def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
     """Podman 6's bridge network behind rknp-pasta's namespace, pesto mode."""
-    nsfile = netns_file(workdir)
-    sock = os.path.join(workdir, "pasta.sock")
-    pid_file = os.path.join(workdir, "rootless-netns-conn.pid")
-    argv = [binary, "--config-net", "--pid", pid_file, "-c", sock, "--dns-forward",
-            "169.254.1.1", "-t", "none", "-u", "none", "-T", "none", "-U", "none",
-            "--no-map-gw", "--quiet", "--netns", nsfile, "--map-guest-addr", "169.254.1.2"]
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, timeout=60)
-    print(f"exit={p.returncode}", flush=True)
+    nsfile, sock, pid_file = rootless_netns(binary, workdir)
     inside = ["nsenter", f"--net={nsfile}"]
     # The container: a netns of its own on a veth, as netavark makes it.
     ctr = subprocess.Popen(inside + ["unshare", "-n", "sleep", "600"])
@@ -314,14 +320,7 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
     wait_for(lambda: os.path.exists(os.path.join(workdir, "done")), 60)
     run_pesto("delete", "--delete", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000")
     print(f"after_sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 0)}")
-    open(done_file, "w").close()
-    for srv in servers + [ctr]:
-        srv.kill()
-        srv.wait()
-    pid = int(open(pid_file).read().strip() or 0)
-    subprocess.check_call(["umount", nsfile])
-    os.unlink(nsfile)
-    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+    end_rootless_netns(done_file, servers + [ctr], nsfile, pid_file)
 
 
 def peer_echo(port, done_file):

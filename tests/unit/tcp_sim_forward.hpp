@@ -79,6 +79,20 @@ inline void guest_arp_reply(Sim &sim) {
     CHECK(sim.input(f) == Verdict::NotMine);
 }
 
+// Pumps until the fast path asks for the guest's MAC (an ARP request):
+// that frame, or an empty one if none came within a second.
+inline Bytes await_arp(Sim &sim) {
+    for (int i = 0; i < 500; ++i) {
+        sim.pump(2);
+        for (auto &r : sim.rx)
+            if (r.frame.size() == 42 && r.frame[12] == 0x08 && r.frame[13] == 0x06) {
+                CHECK(r.vnet.flags == 0);
+                return r.frame;
+            }
+    }
+    return {};
+}
+
 // The opening of most forward tests (TEST_CASE_FIXTURE): a forward of a
 // free loopback port to the guest, whose MAC the fast path knows, and a
 // host client c connected to it from local port cport.

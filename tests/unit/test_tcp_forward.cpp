@@ -75,22 +75,14 @@ TEST_CASE("tcp_forward: an unknown guest MAC is asked for with ARP, then the SYN
     uint16_t cport = 0;
     int c = client(port, &cport);
     REQUIRE(c >= 0);
-    bool arp = false;
-    for (int i = 0; i < 500 && !arp; ++i) {
-        sim.pump(2);
-        for (auto &r : sim.rx)
-            if (r.frame.size() == 42 && r.frame[12] == 0x08 && r.frame[13] == 0x06) {
-                arp = true;
-                // Who has 10.0.2.100? Tell 10.0.2.2, broadcast.
-                CHECK(r.frame[0] == 0xff);
-                CHECK(r.frame[21] == 1);
-                CHECK(r.frame[28] == 10);
-                CHECK(r.frame[31] == 2);
-                CHECK(r.frame[41] == 100);
-                CHECK(r.vnet.flags == 0);
-            }
-    }
-    REQUIRE(arp);
+    const Bytes arp = await_arp(sim);
+    REQUIRE(!arp.empty());
+    // Who has 10.0.2.100? Tell 10.0.2.2, broadcast.
+    CHECK(arp[0] == 0xff);
+    CHECK(arp[21] == 1);
+    CHECK(arp[28] == 10);
+    CHECK(arp[31] == 2);
+    CHECK(arp[41] == 100);
     CHECK(sim.fp->stats().arp_requests == 1);
     sim.rx.clear();
     guest_arp_reply(sim); // the SYN follows at once, no timer needed
@@ -256,19 +248,10 @@ TEST_CASE("tcp_forward: to an address routed behind the guest, its replies taken
     REQUIRE(c >= 0);
     // The guest's MAC unknown: the ARP asks for the guest's own address
     // (10.0.2.100), which answers, not for the routed one, which cannot.
-    bool arp = false;
-    for (int i = 0; i < 500 && !arp; ++i) {
-        sim.pump(2);
-        for (auto &r : sim.rx)
-            if (r.frame.size() == 42 && r.frame[12] == 0x08 && r.frame[13] == 0x06) {
-                arp = true;
-                CHECK(r.frame[38] == 10);
-                CHECK(r.frame[39] == 0);
-                CHECK(r.frame[40] == 2);
-                CHECK(r.frame[41] == 100);
-            }
-    }
-    REQUIRE(arp);
+    const Bytes arp = await_arp(sim);
+    REQUIRE(!arp.empty());
+    const uint8_t guest[4] = {10, 0, 2, 100};
+    CHECK(std::memcmp(arp.data() + 38, guest, 4) == 0);
     sim.rx.clear();
     guest_arp_reply(sim);
 
