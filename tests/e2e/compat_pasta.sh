@@ -457,7 +457,7 @@ case_pesto_bridge() {
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.2
     done
-    lan=$(ip netns exec "$LAN" "$PY" "$HELPER" ask 198.19.0.5 18191 18191 2>&1) || true
+    lan=$(ip netns exec "$LAN" "$PY" "$HELPER" ask 198.19.0.5 18191 18191 198.19.0.7 2>&1) || true
     touch "$d/done"
     wait "$pid" || true
     teardown_world

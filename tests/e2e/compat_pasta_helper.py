@@ -44,7 +44,8 @@ Podman 6's bridge network in that namespace with pasta as the port
 forwarder: BINARY with -c as above; inside its namespace a second one
 (the container) on a veth, 10.89.0.2/24 behind the namespace's
 10.89.0.1 (forwarding on, as netavark sets it), serving WWW on port
-8000 and peer-echo on 8001 (TCP and UDP). Then, as Podman 6.1 does,
+8000 and peer-echo on 8001 (TCP and UDP; servers_up: both listen).
+Then, as Podman 6.1 does,
 PESTO --add -t 0.0.0.0/TCP_PORT:10.89.0.2/8000 (and PEER_PORT to 8001,
 -t and -u). Prints exit, add (the pesto run), sha (WWW/file through
 127.0.0.1:TCP_PORT), tcp_peer/udp_peer (what the container saw of a
@@ -52,11 +53,11 @@ loopback client), "ready" and waits (60 s at most) for DIR/done while the
 caller asks from elsewhere, then delete and after_sha (nothing once
 deleted).
 
-    compat_pasta_helper.py ask HOST PORT [UDP_PORT]
+    compat_pasta_helper.py ask HOST PORT [UDP_PORT [SRC]]
     compat_pasta_helper.py peer-echo PORT DONE_FILE
 
 The peer address a TCP and a UDP server see (peer-echo, on PORT until
-DONE_FILE exists), as ask prints it (tcp=, udp=).
+DONE_FILE exists), as ask (from SRC if given) prints it (tcp=, udp=).
 """
 import hashlib
 import os
@@ -302,10 +303,19 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
         r = subprocess.run([pesto, *args, sock], capture_output=True, text=True, timeout=30)
         print(f"{name}={r.returncode} {(r.stdout + r.stderr).strip()}", flush=True)
 
+    def listening():  # ports 8000 and 8001 (1F40, 1F41) in state 0A
+        with open(f"/proc/{ctr.pid}/net/tcp") as f:
+            ports = {ln.split()[1][-4:] for ln in f.read().splitlines()[1:]
+                     if ln.split()[3] == "0A"}
+        return {"1F40", "1F41"} <= ports
+
+    # Podman publishes once the container runs; a loaded machine takes
+    # seconds to start python.
+    print(f"servers_up={wait_for(listening, 30)}")
     run_pesto("add", "--add", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000",
               "-t", f"0.0.0.0/{peer_port}:10.89.0.2/8001",
               "-u", f"0.0.0.0/{peer_port}:10.89.0.2/8001")
-    print(f"sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 10)}", flush=True)
+    print(f"sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 20)}", flush=True)
     tcp_seen = ""
     for _ in range(50):
         try:
@@ -342,13 +352,16 @@ def peer_echo(port, done_file):
             udp.sendto(addr[0].encode(), addr)
 
 
-def udp_peer(host, port, seconds):
-    """What peer-echo on host:port says the client is ("" if no reply)."""
+def udp_peer(host, port, seconds, src=None):
+    """What peer-echo on host:port says the client is ("" if no reply),
+    asked from src if given."""
     end = time.monotonic() + seconds
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     while True:
         with socket.socket(family, socket.SOCK_DGRAM) as u:
             u.settimeout(0.5)
+            if src:
+                u.bind((src, 0))
             try:
                 u.sendto(b"who", (host, port))
                 return u.recvfrom(2048)[0].decode()
@@ -359,18 +372,19 @@ def udp_peer(host, port, seconds):
         time.sleep(0.2)
 
 
-def ask(host, port, udp_port):
+def ask(host, port, udp_port, src=None):
     end = time.monotonic() + 10
     tcp_seen = udp_seen = ""
     while time.monotonic() < end and not (tcp_seen and udp_seen):
         if not tcp_seen:
             try:
-                with socket.create_connection((host, port), timeout=2) as c:
+                with socket.create_connection((host, port), timeout=2,
+                                              source_address=(src, 0) if src else None) as c:
                     tcp_seen = c.makefile().readline().strip()
             except OSError:
                 pass
         if not udp_seen:
-            udp_seen = udp_peer(host, udp_port, 0)
+            udp_seen = udp_peer(host, udp_port, 0, src)
         if not (tcp_seen and udp_seen):
             time.sleep(0.2)
     print(f"tcp={tcp_seen}")
@@ -390,6 +404,7 @@ if __name__ == "__main__":
         podman_bridge(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
                       int(sys.argv[7]))
     elif sys.argv[1] == "ask":
-        ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]))
+        ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]),
+            sys.argv[5] if len(sys.argv) > 5 else None)
     else:
         sys.exit(f"unknown mode {sys.argv[1]}")
