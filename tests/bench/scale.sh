@@ -11,9 +11,12 @@
 # For each, through this build's rootlesskit --net=plugin and --net=
 # slirp4netns (/usr/bin/slirp4netns), and the host kernel alone (the same
 # clients on the host, no stack): the stack process's RSS growth per flow
-# (KiB) and the kernel's (Slab + TCP buffer pages, /proc/meminfo and
+# (KiB; rknp sizes its flow tables at start for --plugin-max-flows, so its
+# growth is small and its whole RSS over N, the next column, is the bound)
+# and the kernel's (Slab + TCP buffer pages, /proc/meminfo and
 # /proc/net/sockstat; the whole machine's, so other load is noise: run it
-# on a quiet machine). Traffic stays on loopback.
+# on a quiet machine). Traffic stays on loopback. Without CAP_SYS_RESOURCE
+# the fd limit cannot be raised past the hard one: N stops there.
 #
 #   sudo tests/bench/scale.sh                       # 10,000 active, 100,000 idle
 #   sudo tests/bench/scale.sh --active 200 --idle 1000 --seconds 5   # a small run
@@ -45,6 +48,8 @@ for f in "$BUILD_DIR/bin/rootlesskit" "$BUILD_DIR/lib/librknp.so.1"; do
     [ -e "$f" ] || { echo "missing $f (build first)" >&2; exit 1; }
 done
 
+HARD_NOFILE=$(ulimit -Hn)
+[ "$HARD_NOFILE" = unlimited ] && HARD_NOFILE=1048576
 make_scratch scale
 trap 'end_run; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM
@@ -71,7 +76,15 @@ measure() {
     local drv=$1 mode=$2 n=$3 ports=() i nports nof go log spid rk=0 stack=0 r0=0 k0 r1=0 k1 r peak=0 line ARGV
     nports=$((n / 20000 + 1))
     for ((i = 0; i < nports; i++)); do ports+=("$(free_port 127.0.0.1)"); done
+    # Each side needs an fd per flow (the stack one per flow too). Without
+    # CAP_SYS_RESOURCE the hard limit cannot be raised: ask for no more.
     nof=$((2 * n + 8192))
+    ((nof <= HARD_NOFILE)) || nof=$HARD_NOFILE
+    if ((n + 1024 > nof)); then
+        echo "$drv $mode: $n flows need about $((n + 1024)) fds in one process;" \
+            "this machine's hard limit is $HARD_NOFILE (raising it needs CAP_SYS_RESOURCE)"
+        return 1
+    fi
     go=$SCRATCH/tmp/go-$drv-$mode log=$SCRATCH/tmp/clients-$drv-$mode.log
     rm -f "$go"
     prlimit --nofile="$nof:$nof" "$PY" "$FLOWS" server "${ports[@]}" >"$SCRATCH/logs/server-$drv-$mode.log" 2>&1 &
@@ -127,18 +140,21 @@ measure() {
     r1=$peak
     line="| $drv | $mode | $n | $(grep -m1 '^open' "$log" | sed 's/^open [0-9]* in //') |"
     if [ "$stack" != 0 ]; then
-        line+=" $r0 → $r1 | $(per_flow "$r0" "$r1" "$n") |"
+        line+=" $r0 → $r1 | $(per_flow "$r0" "$r1" "$n") | $(per_flow 0 "$r1" "$n") |"
     else
-        line+=" – | – |"
+        line+=" – | – | – |"
     fi
     line+=" $(per_flow "$k0" "$k1" "$n") | $(grep -m1 '^active' "$log" | sed 's/^active //' || echo –) |"
     echo "$line"
     [ -n "$OUT" ] && echo "$line" >>"$OUT"
+    if [ "$mode" = active ] && ! grep -q '^active' "$log"; then
+        echo "$drv active: no round ended:"; tail -n 3 "$log"
+    fi
     return 0
 }
 
-header="| stack | flows | N | opened in | stack RSS KiB | stack KiB/flow | kernel KiB/flow | echo rounds |
-|---|---|---|---|---|---|---|---|"
+header="| stack | flows | N | opened in | stack RSS KiB | stack KiB/flow | stack RSS/N KiB | kernel KiB/flow | echo rounds |
+|---|---|---|---|---|---|---|---|---|"
 echo "# $(date -u +%F\ %H:%M) $(uname -r), $(nproc) CPUs; active $ACTIVE for $SECONDS_ACTIVE s, idle $IDLE"
 echo "$header"
 [ -n "$OUT" ] && { echo "# $(date -u +%F\ %H:%M) active $ACTIVE, idle $IDLE"; echo "$header"; } >>"$OUT"
