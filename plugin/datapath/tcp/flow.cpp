@@ -36,6 +36,8 @@ namespace {
 // EPOLLPRI: urgent data ends a peek early (see Vars::peek_drained).
 constexpr uint32_t kEstablishedEvents = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 
+constexpr int kOne = 1;
+
 void set_int(int fd, int level, int opt, int v) {
     // Best effort: a missing option only costs performance.
     (void)::setsockopt(fd, level, opt, &v, sizeof v);
@@ -59,23 +61,32 @@ uint16_t guest_mss(uint16_t offered, bool v6, uint16_t ours) {
     return std::min<uint16_t>(std::max<uint16_t>(want, 536), ours);
 }
 
-// Options every flow's host socket gets; false if SO_PEEK_OFF is refused
-// (asked for only in the Offset peek mode).
-bool setup_socket(int fd, PeekMode mode) {
-    // The guest's stack already decided when to push (Nagle/cork happened
-    // there): a second Nagle here would only add delay.
-    set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    // Urgent data inline: without this the kernel takes the urgent byte
-    // out of the stream and our byte counting (peek offset = bytes in
-    // flight) would slip. URG is never passed on in either direction.
-    set_int(fd, SOL_SOCKET, SO_OOBINLINE, 1);
-    if (mode != PeekMode::Offset) return true;
-    int zero = 0;
-    return ::setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) == 0;
+} // namespace
+
+// The one option a connecting socket needs before it connects: urgent
+// data inline, else the kernel takes the urgent byte out of the stream
+// and our byte counting (peek offset = bytes in flight) would slip; the
+// host may send it the moment the connection is up. URG is never passed
+// on in either direction. The other options come when they first matter,
+// a system call each saved for the many short connections that never get
+// there (docs/tcp-fast-path.md, "The cost of a new connection"):
+// TCP_NODELAY before the second send() (no_nagle), SO_KEEPALIVE after
+// kKeepaliveAfterMs (keepalive_due), SO_PEEK_OFF at the first peek with
+// bytes in flight (push). Accepted sockets inherit all three from their
+// forward's listener (FastPath::add_forward).
+bool Flow::setup_socket(int fd) {
+    return ::setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &kOne, sizeof kOne) == 0;
 }
 
-} // namespace
+void Flow::no_nagle() {
+    // The guest's stack already decided when to push (Nagle/cork happened
+    // there): a second Nagle here would only add delay. Not needed before
+    // the first send(): Linux's Nagle (Minshall's variant) holds a small
+    // segment only while an earlier small one is unacknowledged, and
+    // autocorking only with data in flight.
+    v_.nodelay = true;
+    set_int(sock_.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+}
 
 bool Flow::open(FlowContext &c, const Open &o) {
     const Segment &syn = *o.syn;
@@ -95,6 +106,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
     }
     v_.snd_wnd = syn.window;
     v_.last_wnd_field = syn.window;
+    v_.peek_drained = true; // until the socket's first EPOLLIN edge
     v_.our_mss = mss_for_mtu(c.mtu, o.ep.v6);
     v_.mss = guest_mss(syn.mss, o.ep.v6, v_.our_mss);
 
@@ -107,8 +119,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
         return false;
     }
     const int fd = sock_.get();
-    if (!setup_socket(fd, c.peek.mode()) ||
-        (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
+    if (!setup_socket(fd) || (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
         ++c.stats.connect_failed;
         v_.state = State::Connecting;
         close(c, Reset::Guest);
@@ -123,8 +134,10 @@ bool Flow::open(FlowContext &c, const Open &o) {
         close(c, Reset::Guest);
         return false;
     }
-    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR.
-    set_epoll(c, EPOLLOUT | EPOLLET, true);
+    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR. The
+    // established flow's mask from the start: no EPOLL_CTL_MOD once
+    // connected (socket_events keeps what comes before it is established).
+    set_epoll(c, kEstablishedEvents, true);
     return !closed();
 }
 
@@ -132,8 +145,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
 
 void Flow::connected(FlowContext &c) {
     v_.state = State::SynAckSent;
-    set_epoll(c, kEstablishedEvents, false);
-    if (closed()) return;
+    v_.keepalive_at = c.now + kKeepaliveAfterMs;
     // The guest may send us no larger segments than the host's path
     // carries (a 1500-byte link behind a 65520-byte tap): its window
     // steps, and our updates to it, are then of the path's size.
@@ -183,15 +195,16 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
     v_.our_ws = kOurWs; // offered; dropped if the guest's SYN-ACK has none
     v_.our_mss = mss_for_mtu(c.mtu, ep.v6);
     v_.mss = guest_mss(0, ep.v6, v_.our_mss);
+    // Until the socket's first EPOLLIN edge (adding it to the epoll set
+    // reports data that came before).
+    v_.peek_drained = true;
     sock_ = std::move(sock);
     v_.state = State::HostSynSent;
-    if (!setup_socket(sock_.get(), c.peek.mode())) {
-        close(c, Reset::Host);
-        return;
-    }
-    // Until the guest answers only errors and hang-ups (always reported)
-    // matter: data the host client sends waits in the socket.
-    set_epoll(c, 0, true);
+    v_.nodelay = true; // inherited from the listener, as the other options
+    // The established flow's mask at once (no EPOLL_CTL_MOD when the guest
+    // answers): data the host client sends meanwhile waits in the socket,
+    // socket_events notes its FIN, and syn_answered() looks.
+    set_epoll(c, kEstablishedEvents, true);
     if (closed()) return;
     v_.rto_ms = kRtoInitialMs;
     v_.rto_at = c.now + v_.rto_ms;
@@ -269,8 +282,6 @@ void Flow::syn_answered(FlowContext &c, const Segment &s) {
     v_.rto_ms = rto_base();
     v_.owe_synack = false;
     ++c.stats.forward_established;
-    set_epoll(c, kEstablishedEvents, false);
-    if (closed()) return;
     v_.owe_ack = true;
     flush_owed(c);
     // The host client may have written (or closed) already: the edge
@@ -297,6 +308,14 @@ void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
     const int fd = sock_.get();
     if ((add ? c.events.add(fd, events, v_.ref) : c.events.modify(fd, events, v_.ref)) < 0)
         close(c, Reset::Both); // ENOMEM/ENOSPC: cannot watch it, give up
+}
+
+void Flow::keepalive_due() {
+    // Dead host peers of idle flows are found as before: the first probe
+    // comes tcp_keepalive_time (2 h by default) after this, and a flow
+    // that ends sooner never needed it.
+    v_.keepalive_at = -1;
+    set_int(sock_.get(), SOL_SOCKET, SO_KEEPALIVE, 1);
 }
 
 bool Flow::emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
@@ -329,7 +348,7 @@ void Flow::close(FlowContext &c, Reset reset) {
     }
     sock_.reset(); // also leaves the epoll set
     v_.state = State::Closing;
-    v_.rto_at = v_.wnd_at = -1;
+    v_.rto_at = v_.wnd_at = v_.keepalive_at = -1;
     v_.owe_ack = v_.owe_synack = v_.want_push = false;
     if (!guest || send_rsts(c)) v_.state = State::Free;
 }
@@ -362,7 +381,7 @@ void Flow::guest_gone(FlowContext &c) {
 
 int64_t Flow::deadline() const {
     int64_t d = -1;
-    for (int64_t t : {v_.rto_at, v_.wnd_at})
+    for (int64_t t : {v_.rto_at, v_.wnd_at, v_.keepalive_at})
         if (t >= 0 && (d < 0 || t < d)) d = t;
     return d;
 }
@@ -467,11 +486,16 @@ void Flow::service(FlowContext &c) {
 
 void Flow::socket_events(FlowContext &c, uint32_t ev) {
     if (v_.state == State::Free || v_.state == State::Closing) return;
+    // Host data or its FIN: something to peek (the flags hold it until
+    // the flow is established, when push() runs). A socket registered
+    // edge-triggered with every event from the start reports each one, so
+    // a flow no edge reached has nothing to peek: no peek returning EAGAIN
+    // when the guest completes the handshake.
+    if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) v_.peek_drained = false;
     if (v_.state == State::Connecting) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (::getsockopt(sock_.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
-        if (err != 0) {
+        // A failed connect sets the socket's error, which epoll reports as
+        // EPOLLERR until SO_ERROR reads it: no getsockopt to tell.
+        if (ev & (EPOLLERR | EPOLLHUP)) {
             ++c.stats.connect_failed;
             close(c, Reset::Guest);
             return;
@@ -485,23 +509,23 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         // first, then the RST after it.
         if (v_.state == State::Established && (ev & EPOLLIN)) {
             v_.host_shut = true;
-            v_.peek_drained = false;
             push(c);
             if (closed()) return;
         }
         close(c, Reset::Both);
         return;
     }
-    if (v_.state == State::HostSynSent) {
+    if (v_.state == State::HostSynSent && (ev & EPOLLHUP)) {
         // The host client is gone before the guest answered.
-        if (ev & EPOLLHUP) close(c, Reset::Both);
+        close(c, Reset::Both);
         return;
     }
+    // Before the guest completes the handshake the edges are noted for
+    // push(), which runs once it does (its data stays in the socket).
+    if (ev & EPOLLPRI) v_.host_urgent = true;
+    if (ev & (EPOLLRDHUP | EPOLLHUP)) v_.host_shut = true;
     if (v_.state == State::Established) {
-        if (ev & EPOLLPRI) v_.host_urgent = true;
-        if (ev & (EPOLLRDHUP | EPOLLHUP)) v_.host_shut = true;
         if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP)) {
-            v_.peek_drained = false;
             // New host data left unread (the guest's window is full, or
             // a discard-mode peek is not worth it yet): without a read the
             // host gets no ACK until the guest's. A full batch is not such
@@ -509,12 +533,20 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
             if (!push(c) && !closed() && (ev & EPOLLIN) && !v_.want_push) ack_host_now();
         }
         if (closed()) return;
-        if (ev & EPOLLOUT) window_check(c, false);
+        // A writable socket reports EPOLLOUT with every edge, whatever
+        // raised it: look at the window (a getsockopt) only when the guest
+        // may be waiting for it to open, after a refused send or with a low
+        // window it has used (before its first byte the window is the
+        // SYN's, unscaled: the ACK of that byte carries the real one).
+        // Otherwise the ACKs of its next segments carry it.
+        if ((ev & EPOLLOUT) && (v_.partial || (window_low() && v_.rcv_nxt != v_.irs + 1)))
+            window_check(c, false);
         maybe_finish(c);
     }
 }
 
 void Flow::timer(FlowContext &c) {
+    if (v_.keepalive_at >= 0 && c.now >= v_.keepalive_at) keepalive_due();
     if (v_.rto_at >= 0 && c.now >= v_.rto_at) {
         v_.rto_at = -1;
         on_rto(c);
@@ -643,6 +675,7 @@ void Flow::process_data(FlowContext &c, const Segment &s) {
     // no meaning for a byte stream we pass through, and pasta does the same).
     size_t want = len - off, took = 0;
     if (want != 0) {
+        if (!v_.nodelay && v_.rcv_nxt != v_.irs + 1) no_nagle(); // not the first send
         ssize_t n;
         do
             n = ::send(sock_.get(), s.payload.data() + off, want,
@@ -764,7 +797,7 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
             v_.snd_nxt = v_.snd_una;
             v_.peek_drained = false;
             int zero = 0;
-            if (!c.peek.discard())
+            if (v_.peek_off_on)
                 (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
         }
         if (v_.rtt_timing && seq_ge(a, v_.rtt_seq)) {
@@ -801,8 +834,9 @@ bool Flow::rewind(FlowContext &c) {
     v_.peek_drained = false;
     v_.rtt_timing = false;
     if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
-    // Discard mode: the next peek skips snd_nxt - snd_una = 0 bytes.
-    if (c.peek.discard()) return true;
+    // Discard mode: the next peek skips snd_nxt - snd_una = 0 bytes; no
+    // peek offset yet: the next peek starts at the head of the queue.
+    if (c.peek.discard() || !v_.peek_off_on) return true;
     int zero = 0;
     if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0) {
         close(c, Reset::Both);
@@ -861,6 +895,20 @@ bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t bud
     return can >= inflight && inflight <= PeekScratch::kMaxSkip;
 }
 
+bool Flow::start_peek_offset(FlowContext &c, uint32_t inflight) {
+    // Offset mode: until bytes are in flight every peek starts at the head
+    // of the queue, as without SO_PEEK_OFF; from here the kernel keeps the
+    // offset (a flow whose every peek finds nothing in flight, a request
+    // and its answer, never sets it).
+    int off = int(inflight);
+    if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off) < 0) {
+        close(c, Reset::Both);
+        return false;
+    }
+    v_.peek_off_on = true;
+    return true;
+}
+
 void Flow::raise_rcvbuf() {
     // What the guest has not acknowledged stays in the socket's receive
     // queue and takes room from the window the kernel offers the sender,
@@ -912,6 +960,8 @@ bool Flow::push(FlowContext &c) {
         }
         room = std::min(room, PeekScratch::kDataIovs);
         if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
+            return read;
+        if (!discard && inflight != 0 && !v_.peek_off_on && !start_peek_offset(c, inflight))
             return read;
         // Discard mode: the bytes in flight are still first in the queue;
         // they go to the discard buffer, the frames' payload after them.

@@ -97,6 +97,9 @@ public:
     // and a flow that waited for more would stay at that pace.
     static constexpr uint32_t kBulkInFlight = 32 * 1024;
     static constexpr uint32_t kRaisedWindow = 1024 * 1024;
+    // A guest flow's socket gets SO_KEEPALIVE once it has lived this long
+    // (keepalive_due): most connections end sooner and never need it.
+    static constexpr int64_t kKeepaliveAfterMs = 10000;
 
     struct Open {
         const Segment *syn;
@@ -173,8 +176,9 @@ private:
         uint32_t rtt_seq = 0;
         int64_t rtt_start = 0;
         bool host_eof = false, fin_sent = false, fin_acked = false;
-        // The last peek reached the end of the socket's data, and neither
-        // an EPOLLIN edge nor a rewind came since: nothing to peek. A
+        // The last peek reached the end of the socket's data (or no data
+        // came yet), and neither an EPOLLIN edge nor a rewind came since:
+        // nothing to peek. A
         // short peek means the end, except at an urgent mark (the kernel
         // stops there even with SO_OOBINLINE): once the host sent urgent
         // data (EPOLLPRI) only EAGAIN does.
@@ -183,6 +187,9 @@ private:
         // still queued a peek returns 0, and no further edge will come.
         bool host_shut = false;
         bool rcvbuf_raised = false; // raise_rcvbuf() done
+        // Offset mode: SO_PEEK_OFF set (start_peek_offset); until then
+        // every peek starts at the head of the queue.
+        bool peek_off_on = false;
         // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
         uint32_t irs = 0, rcv_nxt = 0;
         uint32_t adv_wnd = 0;     // last window we advertised, bytes
@@ -191,10 +198,11 @@ private:
         uint32_t taken_since = 0; // bytes the socket took after that look
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
+        bool nodelay = false;     // TCP_NODELAY set (no_nagle)
         // Deadlines (ms, -1 unarmed).
         // No idle deadline: a half-closed flow lives as long as its host
         // socket (a guest that shut its write side may wait long for a reply).
-        int64_t rto_at = -1, wnd_at = -1;
+        int64_t rto_at = -1, wnd_at = -1, keepalive_at = -1;
         uint32_t wnd_check_ms = kWndCheckMinMs;
         // Work a full batch postponed.
         bool owe_synack = false, owe_ack = false, want_push = false;
@@ -203,6 +211,15 @@ private:
         uint8_t rsts_sent = 0;
     };
 
+    // The options a socket needs before it connects (false: refused).
+    static bool setup_socket(int fd);
+    // TCP_NODELAY, before any send() but the first.
+    void no_nagle();
+    // SO_KEEPALIVE, once the flow lived kKeepaliveAfterMs.
+    void keepalive_due();
+    // Offset mode, the first peek with bytes in flight: SO_PEEK_OFF past
+    // them (false: refused, the flow is closed).
+    bool start_peek_offset(FlowContext &c, uint32_t inflight);
     void connected(FlowContext &c);
     bool send_syn(FlowContext &c);
     // The guest's SYN-ACK to our SYN: established both ways.

@@ -7,6 +7,8 @@
 #include "datapath/tcp/fastpath.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -27,8 +29,15 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     if (host->sa_family == AF_INET6 &&
         ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
         return errno;
+    // Accepted sockets inherit the options every flow's socket wants
+    // (flow.cpp, Flow::setup_socket says why each): none is set per
+    // connection. SO_OOBINLINE is required, the others only cost speed.
     if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        ::bind(fd.get(), host, host_len) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_OOBINLINE, &one, sizeof one) < 0)
+        return errno;
+    (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    if (::bind(fd.get(), host, host_len) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
         return errno;
     size_t slot = 0;
     while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
