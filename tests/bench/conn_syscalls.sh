@@ -22,15 +22,7 @@ BUILD=$(readlink -f "${1:-$ROOT/build}")
 N=${CONN_N:-500}
 # shellcheck source=tests/lib/common.sh
 source "$ROOT/tests/lib/common.sh"
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
-DRIVER=$BUILD/bin/rknp-rel-driver
-[ -x "$DRIVER" ] || { echo "missing $DRIVER (build first)" >&2; exit 1; }
-command -v strace >/dev/null || { echo "missing strace" >&2; exit 1; }
-setup_test_user
-make_scratch conn-syscalls
-trap 'end_run; rm -rf "$SCRATCH"' EXIT
-chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
-touch "$SCRATCH/logs/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/logs/plugin.log"
+driver_bench_start conn-syscalls strace
 PORT=$(free_port 127.0.0.1)
 MARK=$(free_port 127.0.0.1)
 for p in "$PORT" "$MARK"; do

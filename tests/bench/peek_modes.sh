@@ -21,15 +21,7 @@ REPEAT=${PEEK_REPEAT:-3}
 SECONDS_PER_RUN=${PEEK_SECONDS:-4}
 # shellcheck source=tests/lib/common.sh
 source "$ROOT/tests/lib/common.sh"
-[ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
-DRIVER=$BUILD/bin/rknp-rel-driver
-[ -x "$DRIVER" ] || { echo "missing $DRIVER (build first)" >&2; exit 1; }
-command -v iperf3 >/dev/null || { echo "missing iperf3" >&2; exit 1; }
-setup_test_user
-make_scratch peek-bench
-trap 'end_run; rm -rf "$SCRATCH"' EXIT
-chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
-touch "$SCRATCH/logs/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/logs/plugin.log"
+driver_bench_start peek-bench iperf3
 PORT=$(free_port 127.0.0.1)
 iperf3 -s -B 127.0.0.1 -p "$PORT" >"$SCRATCH/logs/iperf3-server.log" 2>&1 &
 track_bg $!

@@ -84,6 +84,23 @@ make_scratch() {
     mkdir "$SCRATCH/logs"
 }
 
+# driver_bench_start NAME TOOL: the start of a benchmark that runs
+# rknp-rel-driver from $BUILD (peek_modes.sh, conn_syscalls.sh): as root,
+# with DRIVER (set here) built and TOOL on PATH; the test user, SCRATCH
+# (removed on exit, with what the run started), BUILD readable by the
+# user and $SCRATCH/logs/plugin.log writable by it.
+driver_bench_start() {
+    [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+    DRIVER=$BUILD/bin/rknp-rel-driver
+    [ -x "$DRIVER" ] || { echo "missing $DRIVER (build first)" >&2; exit 1; }
+    command -v "$2" >/dev/null || { echo "missing $2" >&2; exit 1; }
+    setup_test_user
+    make_scratch "$1"
+    trap 'end_run; rm -rf "$SCRATCH"' EXIT
+    chmod o+rx "$BUILD" "$BUILD/bin" "$BUILD/lib"
+    touch "$SCRATCH/logs/plugin.log" && chown "$RKNP_TEST_USER" "$SCRATCH/logs/plugin.log"
+}
+
 # udp_bench_net DRIVER LIB: sets NET to rootlesskit's network flags for one
 # of the UDP benchmark drivers (plugin-fast, plugin-udp-slirp: the plugin
 # LIB with that UDP path; slirp4netns); exits 2 on any other.
