@@ -206,6 +206,13 @@ struct Guest {
     }
     // SYN, SYN-ACK, ACK. Returns false if the fast path answered otherwise.
     bool connect(Rx *synack_out = nullptr) {
+        if (!syn_acked(synack_out)) return false;
+        ack();
+        return true;
+    }
+    // SYN and the SYN-ACK taken, our ACK not sent yet (the handshake half
+    // done, as connect() leaves it before its last step).
+    bool syn_acked(Rx *synack_out = nullptr) {
         if (syn() != Verdict::Consumed) return false;
         snd_nxt = iss + 1;
         snd_una = snd_nxt;
@@ -219,7 +226,6 @@ struct Guest {
         peer_mss = r.seg.mss;
         peer_ws = (ws >= 0 && r.seg.wscale >= 0) ? r.seg.wscale : 0;
         peer_wnd = r.seg.window; // unscaled in SYN-ACK
-        ack();
         return true;
     }
     // Absorbs one received frame's ACK/window/FIN/RST into the state; the

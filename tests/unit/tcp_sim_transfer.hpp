@@ -29,11 +29,21 @@ struct Accepted {
     Listener l;
     Guest g{sim, false, l.port};
     int c = -1;
-    Accepted() {
-        REQUIRE(g.connect());
+    Accepted() : Accepted(true) {}
+
+protected:
+    // handshake_done false: the guest has our SYN-ACK but sent no ACK yet.
+    explicit Accepted(bool handshake_done) {
+        REQUIRE(handshake_done ? g.connect() : g.syn_acked());
         c = accept_from(sim, l);
         REQUIRE(c >= 0);
     }
+};
+
+// As Accepted, but the guest's ACK of our SYN-ACK not sent yet (g.ack()
+// completes the handshake).
+struct HalfAccepted : Accepted {
+    HalfAccepted() : Accepted(false) {}
 };
 
 // Guest -> host: the guest sends data in super-frames within the fast
@@ -225,5 +235,22 @@ struct Conn {
     }
     const FastPathStats &stats() const { return sim.fp->stats(); }
 };
+
+// The guest reads and ACKs everything it is sent for up to rounds pump
+// rounds; returns the in-order bytes, got_fin tells whether the FIN came.
+inline Bytes receive_until_fin(Sim &sim, Guest &g, int rounds) {
+    Bytes got;
+    Rx r;
+    for (int i = 0; i < rounds && !g.got_fin; ++i) {
+        sim.pump(1);
+        bool any = false;
+        while (g.next(r, 0)) {
+            g.absorb(r, &got);
+            any = true;
+        }
+        if (any) g.ack();
+    }
+    return got;
+}
 
 } // namespace tcpsim

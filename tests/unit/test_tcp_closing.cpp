@@ -182,3 +182,21 @@ TEST_CASE("tcp_closing: when the tap goes, every flow ends and its host peer is 
     ::close(ca);
     ::close(cb);
 }
+
+TEST_CASE_FIXTURE(HalfAccepted,
+                  "tcp_closing: a host FIN that comes before the guest's ACK of our SYN-ACK") {
+    // A server that greets and closes at once (a banner, a refusal): its
+    // data and FIN reach the socket while the guest has not yet completed
+    // the handshake. The FIN's edge must not be lost: the guest gets the
+    // data, then our FIN.
+    const std::string hello = "220 hello\r\n";
+    REQUIRE(::send(c, hello.data(), hello.size(), 0) == ssize_t(hello.size()));
+    REQUIRE(::shutdown(c, SHUT_WR) == 0);
+    for (int i = 0; i < 5; ++i) sim.pump(2); // the edges come before the ACK
+    CHECK(sim.rx.empty());
+    g.ack();
+    const Bytes got = receive_until_fin(sim, g, 500);
+    CHECK(std::string(got.begin(), got.end()) == hello);
+    CHECK(g.got_fin);
+    ::close(c);
+}

@@ -12,27 +12,6 @@
 
 using namespace tcpsim;
 
-namespace {
-
-// The guest reads and ACKs everything it is sent for up to rounds pump
-// rounds; returns the in-order bytes, got_fin tells whether the FIN came.
-Bytes receive_until_fin(Sim &sim, Guest &g, int rounds) {
-    Bytes got;
-    Rx r;
-    for (int i = 0; i < rounds && !g.got_fin; ++i) {
-        sim.pump(1);
-        bool any = false;
-        while (g.next(r, 0)) {
-            g.absorb(r, &got);
-            any = true;
-        }
-        if (any) g.ack();
-    }
-    return got;
-}
-
-} // namespace
-
 TEST_CASE("tcp_real_paths: the host's last data and its FIN in one wake-up reach the guest") {
     // At 40 ms RTT the server's last segment and its FIN arrive together:
     // one EPOLLIN|EPOLLRDHUP edge, a peek shorter than the window asked
