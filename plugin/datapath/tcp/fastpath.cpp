@@ -5,8 +5,10 @@
 #include "datapath/tcp/fastpath.hpp"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +22,20 @@
 #include "common/hash.hpp"
 
 namespace rknp::tcp {
+
+namespace {
+
+// The MTU of the host's "lo" in this thread's network namespace, 0 if the
+// kernel does not say.
+uint32_t read_loopback_mtu() {
+    UniqueFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ifreq ifr{};
+    std::strcpy(ifr.ifr_name, "lo");
+    if (!s || ::ioctl(s.get(), SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 0) return 0;
+    return uint32_t(ifr.ifr_mtu);
+}
+
+} // namespace
 
 FastPath::FastPath(FastPathConfig cfg)
     : FastPath(std::move(cfg), random_flow_seeds()) {}
@@ -38,6 +54,7 @@ FastPath::FastPath(FastPathConfig cfg, std::array<uint64_t, 2> seeds)
     queued_.assign(n, 0);
     pending_.assign(n, 0);
     fwd_of_.assign(n, kGuestFlow);
+    loopback_mtu_ = read_loopback_mtu();
 }
 
 int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
@@ -145,6 +162,7 @@ void FastPath::open_flow(const Segment &s, Route r) {
     o.bind = addrs.bind_len != 0 ? reinterpret_cast<const sockaddr *>(&addrs.bind) : nullptr;
     o.bind_len = addrs.bind_len;
     o.ref = table_.ref(idx);
+    o.loopback = r == Route::Loopback;
     uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
     o.isn = isn_for(h);
 

@@ -165,7 +165,7 @@ private:
         ~FlushOnReturn() { path.flush_to_guest(); }
     };
     FlowContext ctx(int64_t now_ms) {
-        return FlowContext{out_, stats_, events_, now_ms, cfg_.mtu, peek_};
+        return FlowContext{out_, stats_, events_, now_ms, cfg_.mtu, peek_, loopback_mtu_};
     }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
@@ -207,6 +207,7 @@ private:
     std::vector<uint8_t> queued_;   // per slot: in pending_
     size_t pending_head_ = 0, pending_count_ = 0;
     uint64_t isn_seed_ = 0;
+    uint32_t loopback_mtu_ = 0; // read once at start (Flow::connected)
     EventSource events_;
     UniqueFd wake_; // eventfd in the epoll set: postponed work waits
     std::vector<ForwardListener> fwds_;

@@ -107,6 +107,7 @@ bool Flow::open(FlowContext &c, const Open &o) {
     v_.snd_wnd = syn.window;
     v_.last_wnd_field = syn.window;
     v_.peek_drained = true; // until the socket's first EPOLLIN edge
+    v_.loopback = o.loopback;
     v_.our_mss = mss_for_mtu(c.mtu, o.ep.v6);
     v_.mss = guest_mss(syn.mss, o.ep.v6, v_.our_mss);
 
@@ -150,11 +151,17 @@ void Flow::connected(FlowContext &c) {
     // carries (a 1500-byte link behind a 65520-byte tap): its window
     // steps, and our updates to it, are then of the path's size.
     // TCP_INFO's path MTU, not TCP_MAXSEG, which at this point is also
-    // bound to half the peer's first window (32 KiB over loopback).
+    // bound to half the peer's first window (32 KiB over loopback). To
+    // the host's loopback (the gateway: the most frequent short
+    // connections) the path is lo, whose MTU the fast path read at start:
+    // no getsockopt. Were lo's MTU changed since, the guest's segments
+    // would only be of another size than lo's; the kernel splits them.
+    uint32_t pmtu = v_.loopback ? c.loopback_mtu : 0;
     tcp_info ti{};
     socklen_t len = sizeof ti;
-    if (::getsockopt(sock_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_pmtu != 0)
-        v_.our_mss = std::min(v_.our_mss, mss_for_mtu(ti.tcpi_pmtu, v_.ep.v6));
+    if (pmtu == 0 && ::getsockopt(sock_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+        pmtu = ti.tcpi_pmtu;
+    if (pmtu != 0) v_.our_mss = std::min(v_.our_mss, mss_for_mtu(pmtu, v_.ep.v6));
     v_.rto_ms = kRtoInitialMs;
     v_.rto_at = c.now + v_.rto_ms;
     v_.rtt_timing = true; // SYN-ACK to the guest's ACK: the first sample

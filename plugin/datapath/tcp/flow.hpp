@@ -62,6 +62,9 @@ struct FlowContext {
     int64_t now; // ms, monotonic
     uint32_t mtu;
     PeekScratch &peek; // the peek mode and its buffers
+    // The host's loopback MTU when the fast path started (0: unknown):
+    // the path MTU of every connection to it, without asking TCP_INFO.
+    uint32_t loopback_mtu;
     // Set by a flow that has a frame for a guest whose MAC is unknown.
     bool want_guest_mac = false;
 };
@@ -110,6 +113,7 @@ public:
         socklen_t bind_len;
         uint64_t ref; // epoll data of the socket
         uint32_t isn;
+        bool loopback; // to the host's loopback (Route::Loopback)
     };
     // Starts the host side of a guest SYN. False if that failed at once;
     // the guest then got an RST and the flow stayed Free.
@@ -199,6 +203,7 @@ private:
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
         bool nodelay = false;     // TCP_NODELAY set (no_nagle)
+        bool loopback = false;    // the host end is the host's loopback
         // Deadlines (ms, -1 unarmed).
         // No idle deadline: a half-closed flow lives as long as its host
         // socket (a guest that shut its write side may wait long for a reply).
