@@ -53,14 +53,16 @@ chmod 0644 "$SCRATCH/client.py"
 mkdir "$SCRATCH/trace"
 peek=()
 [ -n "${CONN_PEEK:-}" ] && peek=(--tcp-peek "$CONN_PEEK")
-user_argv "$DRIVER" --log "$SCRATCH/logs/plugin.log" --settle-ms 1000 "${peek[@]}" -- \
+user_argv "$DRIVER" --log "$SCRATCH/logs/plugin.log" --settle-ms 1000 --tcp-path fast "${peek[@]}" -- \
     "$PY" "$SCRATCH/client.py" "$PORT" "$MARK" "$N"
 strace -qq -ff -o "$SCRATCH/trace/t" "${ARGV[@]}" 2>"$SCRATCH/driver.err" ||
     { tail -n 20 "$SCRATCH/driver.err" >&2; exit 1; }
-# The stack thread: the one that connect()s to the marker port.
-stack=$(grep -l "connect(.*htons($MARK)" "$SCRATCH/trace"/t.* | head -n 1)
+# The stack thread: the one that connect()s to the marker port on the
+# host's loopback (the client connects to it at the gateway's address).
+m="htons($MARK), sin_addr=inet_addr(\"127.0.0.1\")"
+stack=$(grep -lF "$m" "$SCRATCH/trace"/t.* | head -n 1)
 [ -n "$stack" ] || { echo "no thread connected to the marker port" >&2; exit 1; }
-awk -v mark="htons($MARK)" -v n="$((N + 1))" '
+awk -v mark="$m" -v n="$((N + 1))" '
     /^connect\(/ && index($0, mark) { seen++; next }
     seen == 1 && /^[a-z_0-9]+\(/ { name = $0; sub(/\(.*/, "", name); c[name]++; total++ }
     END {
