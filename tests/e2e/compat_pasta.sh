@@ -10,7 +10,8 @@
 # the implicit port driver, a hostile container reaching back, and the -c
 # socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
 # rules, Podman's pesto calls, and to a bridge network's container behind
-# the namespace).
+# the namespace), and -T/-U and --host-lo-to-ns-lo (between the
+# namespace's loopback and the host's).
 #
 #   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
 #   PASTA_CASES="cli podman_style" sudo -E tests/e2e/compat_pasta.sh
@@ -58,8 +59,8 @@ log "servers: 127.0.0.1:$PORT4 [::1]:$PORT6 dns $DNS_ADDR:53"
 drv_flags() { echo "--net=pasta --pasta-binary=$PASTA --port-driver=implicit"; }
 
 # 0. What Podman and rootlesskit probe and rely on: --version names rknp
-# and libslirp and exits 0; --host-lo-to-ns-lo is refused by name, exit 1
-# (rootlesskit then leaves it out); options pasta has but rknp-pasta cannot honour, and
+# and libslirp and exits 0, with --host-lo-to-ns-lo too (rootlesskit then
+# passes it); options pasta has but rknp-pasta cannot honour, and
 # values it cannot take, are refused by name with exit 1.
 case_cli() {
     local out rc err
@@ -74,9 +75,9 @@ case_cli() {
         [ "$rc" = 1 ] || { echo "$*: exit $rc, want 1 ($err)"; return 1; }
         expect "$* refused" "$want" "$err"
     }
-    refused "^rknp-pasta: option '--host-lo-to-ns-lo' is not supported by rknp-pasta \(a connection from the host's loopback" \
-        --host-lo-to-ns-lo --version
-    refused "^rknp-pasta: -U/--udp-ns auto: forwarding from the namespace's loopback to the host is not supported" -U auto 1
+    out=$(as_user "$PASTA" --host-lo-to-ns-lo --version)
+    expect "--host-lo-to-ns-lo --version exits 0 (rootlesskit's probe)" "^rknp-pasta [0-9.]+ " "$out"
+    refused "^rknp-pasta: -U/--udp-ns: address 10\.0\.0\.1: the namespace's side is its loopback" -U 10.0.0.1/53 1
     refused "^rknp-pasta: option '-D' is not supported by rknp-pasta\$" -D 192.0.2.1 1
     refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings need pasta's IPv6 model" \
         -a 10.0.2.100 --map-guest-addr fd00::5 1
@@ -85,7 +86,7 @@ case_cli() {
         -a 10.0.2.100 --map-guest-addr 169.254.1.2 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.2\.50: the namespace's own address" -a 10.0.2.50 -n 24 -g 10.0.2.50 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.3\.1: not a host of the network 10\.0\.2\.0/24" -a 10.0.2.50 -n 24 -g 10.0.3.1 1
-    refused "^rknp-pasta: -T/--tcp-ns auto: " -T auto 1
+    refused "^rknp-pasta: -T/--tcp-ns: 'none' cannot be combined" -T none -T 80 1
     refused "^rknp-pasta: -t/--tcp-ports: invalid port specifier '0'" -t 0 1
     refused "^rknp-pasta: a target is needed" --config-net
     refused "running a command is not supported" --config-net sh
@@ -475,8 +476,124 @@ case_pesto_bridge() {
     expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$(cat "$out")"
 }
 
+# The namespaces of cases 8 and 9, in directory $d (the caller's local):
+# ns_start TAG ARGS... makes one (its process's pid in $d/TAG.target)
+# served by rknp-pasta ARGS (its pid in $d/TAG.pid); ns_inside TAG
+# COMMAND... runs there as the user; ns_stops TAG checks that rknp-pasta
+# exits once the namespace's process is gone. NS_TARGETS: the case's
+# namespaces' processes, killed when it ends.
+NS_TARGETS=""
+ns_start() {
+    local tag=$1
+    shift
+    # shellcheck disable=SC2016 # expanded by the shell inside
+    as_user bash -c '
+        pasta=$1 d=$2 tag=$3
+        shift 3
+        unshare -r -n sleep 300 & t=$!
+        for _ in $(seq 50); do [ "$(readlink /proc/$t/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+        echo "$t" >"$d/$tag.target"
+        "$pasta" --config-net -l "$d/$tag.log" -P "$d/$tag.pid" "$@" "$t"
+        echo "start=$?"
+    ' _ "$PASTA" "$d" "$tag" "$@" >"$d/$tag.out" 2>&1
+    # The case runs in a subshell: whatever ends it ends the namespaces,
+    # and their rknp-pastas follow.
+    NS_TARGETS+=" $(cat "$d/$tag.target")"
+    # shellcheck disable=SC2064 # expanded now on purpose
+    trap "kill $NS_TARGETS 2>/dev/null || true" EXIT
+    expect "$tag: started" "^start=0\$" "$(cat "$d/$tag.out")"
+}
+ns_inside() { # as the namespace's owner: no setgroups there
+    as_user nsenter -t "$(cat "$d/$1.target")" -U -n --preserve-credentials "${@:2}"
+}
+ns_stops() {
+    local t pid
+    t=$(cat "$d/$1.target")
+    pid=$(cat "$d/$1.pid")
+    kill "$t"
+    for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    [ ! -d "/proc/$pid" ] || { echo "$1: rknp-pasta $pid still running"; return 1; }
+    echo "ok $1: rknp-pasta exited with its namespace"
+}
+
+# 8. -T/-U: the namespace's loopback reaches the host's. lo-echo serves on
+# the host's 127.0.0.1 and ::1 (TCP and UDP); from inside a namespace
+# served with -T NP:HP -U NU:HU (mapped ports), lo-client sends 1 MiB up
+# and gets it back reversed, compared both ways, over two TCP connections
+# in turn, and three datagrams, to 127.0.0.1 and ::1. Then -T auto: a
+# host port that starts listening after rknp-pasta is reached within two
+# rescans. Each rknp-pasta exits once its namespace's process is gone.
+case_loopback_ns() {
+    local d="$SCRATCH/tmp/loopback-ns" hp hu np nu ap out
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    hp=$(free_port 127.0.0.1)
+    hu=$(free_udp_port 127.0.0.1)
+    np=$(free_port 127.0.0.1)
+    nu=$(free_udp_port 127.0.0.1)
+    ap=$(free_port 127.0.0.1)
+    "$PY" "$HELPER" lo-echo "$hp" "$hu" "$d/done" >"$SCRATCH/logs/lo-echo.log" 2>&1 &
+    track_bg $!
+    wait_tcp 127.0.0.1 "$hp"
+    ns_start mapped -t none -u none -T "$np:$hp" -U "$nu:$hu"
+    out=$(ns_inside mapped ss -Hltun)
+    expect "mapped: TCP on the namespace's 127.0.0.1" "^tcp .* 127\.0\.0\.1:$np " "$out"
+    expect "mapped: TCP on its ::1" "^tcp .* \[::1\]:$np " "$out"
+    expect "mapped: UDP on its 127.0.0.1" "^udp .* 127\.0\.0\.1:$nu " "$out"
+    expect "mapped: UDP on its ::1" "^udp .* \[::1\]:$nu " "$out"
+    out=$(ns_inside mapped "$PY" "$HELPER" lo-client "$np" "$nu")
+    echo "$out"
+    local k
+    for k in tcp4_1 tcp4_2 udp4 tcp6_1 tcp6_2 udp6; do
+        expect "-T/-U: $k bytes compared both ways" "^$k=ok\$" "$out"
+    done
+    ns_stops mapped
+    ns_start auto -t none -u none -T auto -U none
+    "$PY" "$HELPER" lo-echo "$ap" "$(free_udp_port 127.0.0.1)" "$d/done" \
+        >"$SCRATCH/logs/lo-echo-auto.log" 2>&1 &
+    track_bg $!
+    wait_tcp 127.0.0.1 "$ap"
+    sleep 2.5 # two rescans
+    out=$(ns_inside auto "$PY" "$HELPER" lo-client "$ap" 9)
+    echo "$out"
+    expect "-T auto: a host port bound after the start reached over 127.0.0.1" "^tcp4_2=ok\$" "$out"
+    expect "-T auto: and over ::1" "^tcp6_2=ok\$" "$out"
+    expect "-U none: no UDP" "^udp4=error" "$out"
+    ns_stops auto
+    touch "$d/done"
+}
+
+# 9. --host-lo-to-ns-lo with -t/-u auto (rootlesskit's implicit port
+# driver passes it): a server inside bound only to the namespace's
+# 127.0.0.1 is reached from the host's 127.0.0.1 and sees its client at
+# 127.0.0.1, over TCP and UDP (docker -p 127.0.0.1:...); a server bound to
+# any address is reached from the veth test host, which keeps its address.
+case_host_lo_to_ns_lo() {
+    local d="$SCRATCH/tmp/lo-to-lo" lp ap out
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    lp=$(free_port 127.0.0.1)
+    ap=$(free_port 127.0.0.1)
+    ns_start lo -4 -t auto -u auto --host-lo-to-ns-lo
+    ns_inside lo "$PY" "$HELPER" peer-echo "$lp" "$d/done" 127.0.0.1 >"$SCRATCH/logs/lo-peer.log" 2>&1 &
+    ns_inside lo "$PY" "$HELPER" peer-echo "$ap" "$d/done" >"$SCRATCH/logs/any-peer.log" 2>&1 &
+    sleep 2.5 # two rescans
+    out=$("$PY" "$HELPER" ask 127.0.0.1 "$lp")
+    echo "$out"
+    expect "TCP from the host's loopback seen inside at 127.0.0.1" "^tcp=127\.0\.0\.1\$" "$out"
+    expect "UDP from the host's loopback seen inside at 127.0.0.1" "^udp=127\.0\.0\.1\$" "$out"
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$HELPER" ask 198.18.0.1 "$ap")
+    echo "$out"
+    expect "TCP: the test host's client keeps its address" "^tcp=198\.18\.0\.2\$" "$out"
+    expect "UDP: the test host's client keeps its address" "^udp=198\.18\.0\.2\$" "$out"
+    touch "$d/done"
+    ns_stops lo
+}
+
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
-ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman pesto_bridge $RK3_CASES"
+ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman pesto_bridge loopback_ns host_lo_to_ns_lo $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

@@ -54,10 +54,22 @@ caller asks from elsewhere, then delete and after_sha (nothing once
 deleted).
 
     compat_pasta_helper.py ask HOST PORT [UDP_PORT [SRC]]
-    compat_pasta_helper.py peer-echo PORT DONE_FILE
+    compat_pasta_helper.py peer-echo PORT DONE_FILE [BIND_ADDRESS]
 
-The peer address a TCP and a UDP server see (peer-echo, on PORT until
-DONE_FILE exists), as ask (from SRC if given) prints it (tcp=, udp=).
+The peer address a TCP and a UDP server see (peer-echo, on PORT of
+BIND_ADDRESS, default 0.0.0.0, until DONE_FILE exists), as ask (from SRC
+if given) prints it (tcp=, udp=).
+
+    compat_pasta_helper.py lo-echo TCP_PORT UDP_PORT DONE_FILE
+    compat_pasta_helper.py lo-client TCP_PORT UDP_PORT
+
+-T/-U: lo-echo serves on the host's 127.0.0.1 and ::1 until DONE_FILE
+exists: a TCP connection's bytes read to end of file are answered with
+their sha256 and then themselves reversed; a datagram with itself
+reversed. lo-client, inside the namespace, sends 1 MiB of random bytes
+over two TCP connections in turn and three datagrams, to 127.0.0.1 and
+to ::1 at the namespace's ports, and prints tcp4_1 tcp4_2 udp4 tcp6_1
+tcp6_2 udp6 = ok or what went wrong.
 """
 import hashlib
 import os
@@ -333,13 +345,13 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
     end_rootless_netns(done_file, servers + [ctr], nsfile, pid_file)
 
 
-def peer_echo(port, done_file):
+def peer_echo(port, done_file, host="0.0.0.0"):
     tcp = socket.socket()
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.bind(("0.0.0.0", port))
+    tcp.bind((host, port))
     tcp.listen()
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind(("0.0.0.0", port))
+    udp.bind((host, port))
     end = time.monotonic() + 60
     while not os.path.exists(done_file) and time.monotonic() < end:
         ready, _, _ = select.select([tcp, udp], [], [], 0.1)
@@ -391,18 +403,89 @@ def ask(host, port, udp_port, src=None):
     print(f"udp={udp_seen}")
 
 
+def recv_to_eof(conn):
+    data = b""
+    while True:
+        b = conn.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
+def lo_echo(tcp_port, udp_port, done_file):
+    socks = []
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        t = socket.socket(family)
+        t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        t.bind((host, tcp_port))
+        t.listen()
+        u = socket.socket(family, socket.SOCK_DGRAM)
+        u.bind((host, udp_port))
+        socks += [t, u]
+    end = time.monotonic() + 120
+    while not os.path.exists(done_file) and time.monotonic() < end:
+        ready, _, _ = select.select(socks, [], [], 0.1)
+        for s in ready:
+            if s.type == socket.SOCK_DGRAM:
+                data, addr = s.recvfrom(65536)
+                s.sendto(data[::-1], addr)
+                continue
+            c, _ = s.accept()
+            with c:
+                c.settimeout(10)
+                data = recv_to_eof(c)
+                c.sendall(hashlib.sha256(data).hexdigest().encode() + b"\n" + data[::-1])
+
+
+def lo_client(tcp_port, udp_port):
+    for tag, host in (("4", "127.0.0.1"), ("6", "::1")):
+        for n in (1, 2):
+            data = os.urandom(1 << 20)
+            verdict = "ok"
+            try:
+                with socket.create_connection((host, tcp_port), timeout=10) as c:
+                    c.sendall(data)
+                    c.shutdown(socket.SHUT_WR)
+                    back = recv_to_eof(c)
+                digest, _, rest = back.partition(b"\n")
+                if digest.decode() != hashlib.sha256(data).hexdigest():
+                    verdict = f"sent bytes differ ({len(back)} back)"
+                elif rest != data[::-1]:
+                    verdict = f"received bytes differ ({len(rest)})"
+            except OSError as e:
+                verdict = f"error {e}"
+            print(f"tcp{tag}_{n}={verdict}")
+        family = socket.AF_INET6 if tag == "6" else socket.AF_INET
+        verdict = "ok"
+        with socket.socket(family, socket.SOCK_DGRAM) as u:
+            u.settimeout(3)
+            try:
+                for i in range(3):
+                    msg = os.urandom(1000 + i)
+                    u.sendto(msg, (host, udp_port))
+                    if u.recvfrom(65536)[0] != msg[::-1]:
+                        verdict = f"datagram {i} differs"
+            except OSError as e:
+                verdict = f"error {e}"
+        print(f"udp{tag}={verdict}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "podman":
         podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
                sys.argv[7], sys.argv[8])
     elif sys.argv[1] == "peer-echo":
-        peer_echo(int(sys.argv[2]), sys.argv[3])
+        peer_echo(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     elif sys.argv[1] == "podman-pesto":
         podman_pesto(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
                      int(sys.argv[7]), int(sys.argv[8]))
     elif sys.argv[1] == "podman-bridge":
         podman_bridge(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
                       int(sys.argv[7]))
+    elif sys.argv[1] == "lo-echo":
+        lo_echo(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "lo-client":
+        lo_client(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "ask":
         ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]),
             sys.argv[5] if len(sys.argv) > 5 else None)

@@ -334,3 +334,42 @@ TEST_CASE("pasta proc net: read_proc_net fails on what it cannot reread") {
     CHECK_FALSE(read_proc_net(d, out));
     ::close(d);
 }
+
+TEST_CASE("pasta proc net: the host's ports a loopback client reaches (-T/-U auto)" *
+          doctest::skip(!kLittleEndian)) {
+    using pasta::loopback_reachable_ports;
+    // Loopback and any address; not 192.0.2.1:80 nor 10.0.0.5:3000.
+    CHECK(loopback_reachable_ports(kTcp, SocketKind::tcp) ==
+          std::set<unsigned>{53, 2024, 5432, 8080});
+    // ::1 and :: and mapped 127; not 2001:db8::1 nor mapped 192.0.2.1.
+    CHECK(loopback_reachable_ports(kTcp6, SocketKind::tcp) ==
+          std::set<unsigned>{22, 443, 631, 9000});
+    CHECK(loopback_reachable_ports(kUdp, SocketKind::udp) ==
+          std::set<unsigned>{53, 68, 5353});
+    CHECK(loopback_reachable_ports(kUdp6, SocketKind::udp) ==
+          std::set<unsigned>{323, 5353});
+    constexpr unsigned kListen = 0x0A;
+    auto reach = [](const std::string &body) {
+        return loopback_reachable_ports(kHeader + body, SocketKind::tcp);
+    };
+    CHECK(reach(line("127.0.0.1", 22, kListen)) == std::set<unsigned>{22});
+    CHECK(reach(line("127.1.2.3", 23, kListen)) == std::set<unsigned>{23});
+    CHECK(reach(line("0.0.0.0", 24, kListen)) == std::set<unsigned>{24});
+    CHECK(reach(line("::", 25, kListen)) == std::set<unsigned>{25});
+    CHECK(reach(line("::ffff:0.0.0.0", 26, kListen)) == std::set<unsigned>{26});
+    CHECK(reach(line("::1", 27, kListen)) == std::set<unsigned>{27});
+    CHECK(reach(line("192.0.2.1", 28, kListen)).empty());
+    CHECK(reach(line("::2", 29, kListen)).empty());
+    CHECK(reach(line("::ffff:192.0.2.1", 30, kListen)).empty());
+    // Not listening: an established connection's port is nobody's to reach.
+    CHECK(reach(line("127.0.0.1", 31, 0x01)).empty());
+}
+
+TEST_CASE("pasta proc net: ports bound to loopback (--host-lo-to-ns-lo)" *
+          doctest::skip(!kLittleEndian)) {
+    using pasta::loopback_ports;
+    CHECK(loopback_ports(kTcp, SocketKind::tcp) == std::set<unsigned>{53, 5432});
+    CHECK(loopback_ports(kTcp6, SocketKind::tcp) == std::set<unsigned>{22, 631, 9000});
+    CHECK(loopback_ports(kUdp, SocketKind::udp) == std::set<unsigned>{53});
+    CHECK(loopback_ports(kUdp6, SocketKind::udp) == std::set<unsigned>{323});
+}

@@ -82,6 +82,8 @@ void check_resolv_conf() {
                      real);
 }
 
+} // namespace
+
 void drop_capabilities() {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         throw sys_failure("prctl(PR_SET_NO_NEW_PRIVS)");
@@ -102,9 +104,7 @@ void drop_capabilities() {
     stay_undumpable(); // a change of credentials: checked again
 }
 
-} // namespace
-
-void create_sandbox(const std::string &state_dir) {
+void create_sandbox(const std::string &state_dir, bool drop_caps) {
     check_resolv_conf();
     if (::unshare(CLONE_NEWNS) < 0)
         throw sys_failure("cannot unshare new mount namespace");
@@ -147,7 +147,7 @@ void create_sandbox(const std::string &state_dir) {
         // read-only regardless (slirp4netns ignores this too, #163).
         std::fprintf(stderr, "sandbox: cannot remount / read-only: %s\n",
                      std::strerror(errno));
-    drop_capabilities();
+    if (drop_caps) drop_capabilities();
 }
 
 } // namespace cmd

@@ -68,6 +68,10 @@ void enable_seccomp(bool announce) {
     if (!ctx) throw Failure("seccomp: seccomp_init failed");
     if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, kill); rc)
         throw Failure(std::string("seccomp: bad-arch action: ") + std::strerror(-rc));
+    // Every thread of the process gets the filter, not only the caller's:
+    // rknp-pasta's thread in the target's namespace (-T/-U) starts before it.
+    if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc)
+        throw Failure(std::string("seccomp: thread synchronisation: ") + std::strerror(-rc));
     std::string blocked, skipped;
     auto block = [&](const char *name) {
         int nr = seccomp_syscall_resolve_name(name);

@@ -7,8 +7,8 @@
 
 namespace cmd {
 
-// Loads the filter on the calling thread; threads created later inherit
-// it, so load it before rknp_parent_start. announce: print the list of
+// Loads the filter on every thread of the process (TSYNC); threads created
+// later inherit it, so load it before rknp_parent_start. announce: print the list of
 // blocked calls on stdout, as slirp4netns does. Throws Failure.
 void enable_seccomp(bool announce = true);
 

@@ -66,6 +66,10 @@ void usage(const char *argv0) {
         "                          interface, as rootlesskit 2.0-2.2 does)\n"
         "      --no-ra             no router advertisements (refused where\n"
         "                          rknp's fd00::/64 needs them)\n"
+        "      --host-lo-to-ns-lo  with -t/-u auto, a port the namespace\n"
+        "                          listens on only at its loopback is reached\n"
+        "                          from the host's loopback, the client seen\n"
+        "                          inside as from the namespace's loopback\n"
         "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
         "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
         "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M;\n"
@@ -74,8 +78,14 @@ void usage(const char *argv0) {
         "                          (default auto: what the namespace binds,\n"
         "                          rescanned every second)\n"
         "  -u, --udp-ports SPEC    the same for UDP\n"
-        "  -T, --tcp-ns SPEC       from the namespace's loopback: none only\n"
-        "  -U, --udp-ns SPEC       the same for UDP: none only\n"
+        "  -T, --tcp-ns SPEC       TCP ports of the namespace's loopback to\n"
+        "                          forward to the host's loopback: none, auto\n"
+        "                          (what the host listens on at its loopback or\n"
+        "                          any address, rescanned every second), or\n"
+        "                          [127.0.0.1|::1/]PORTS as for -t (N:G listens\n"
+        "                          on N inside, reaches G on the host); default\n"
+        "                          none\n"
+        "  -U, --udp-ns SPEC       the same for UDP\n"
         "      --userns PATH       user namespace to join (default: PID's)\n"
         "      --netns PATH|NAME   network namespace to join (NAME: /run/netns)\n"
         "      --netns-only        join only the network namespace\n"
@@ -108,6 +118,7 @@ enum : int {
     kConfigNet,
     kNoDhcp,
     kNoRa,
+    kHostLoToNsLo,
     kUserns,
     kNetns,
     kNetnsOnly,
@@ -116,16 +127,13 @@ enum : int {
 };
 
 // pasta options rknp-pasta refuses by name (they exist in pasta, so an
-// "unrecognized option" would mislead). rootlesskit probes
-// --host-lo-to-ns-lo with --version and passes it only on exit 0: the
-// refusal's exit 1 makes it leave the option out.
+// "unrecognized option" would mislead).
 constexpr const char *kUnsupportedLong[] = {
     "log-size", "runas", "fd", "pcap", "mac-addr", "interface",
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
     "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-ndp",
     "no-dhcpv6", "socket", "socket-path",
     "no-splice", "freebind", "no-copy-routes", "no-copy-addrs",
-    "host-lo-to-ns-lo",
 };
 
 } // namespace
@@ -159,6 +167,8 @@ Options parse_args(int argc, char *const argv[]) {
         {"config-net", no_argument, nullptr, kConfigNet},
         {"no-dhcp", no_argument, nullptr, kNoDhcp},
         {"no-ra", no_argument, nullptr, kNoRa},
+        // rootlesskit probes it with --version and passes it on exit 0.
+        {"host-lo-to-ns-lo", no_argument, nullptr, kHostLoToNsLo},
         {"tcp-ports", required_argument, nullptr, 't'},
         {"udp-ports", required_argument, nullptr, 'u'},
         {"tcp-ns", required_argument, nullptr, 'T'},
@@ -264,6 +274,9 @@ Options parse_args(int argc, char *const argv[]) {
         case kNoRa:
             o.no_ra = true;
             break;
+        case kHostLoToNsLo:
+            o.host_lo_to_ns_lo = true;
+            break;
         case 't':
             o.tcp.push_back(optarg);
             break;
@@ -291,12 +304,7 @@ Options parse_args(int argc, char *const argv[]) {
             break;
         case kUnsupported: {
             const std::string name = longopts[size_t(index)].name;
-            usage_error("option '--" + name + "' is not supported by rknp-pasta" +
-                        (name == "host-lo-to-ns-lo"
-                             ? " (a connection from the host's loopback to a "
-                               "forwarded port comes from the gateway to the "
-                               "namespace's address, never to its loopback)"
-                             : ""));
+            usage_error("option '--" + name + "' is not supported by rknp-pasta");
         }
         case 'F':
         case 'p':

@@ -6,8 +6,8 @@
 // hand-over child while single-threaded, enter the sandbox and load
 // seccomp (as pasta always does), start the rknp parent, hand the tap
 // over, bind the forwards, report ready, then serve (signals, the target,
-// "auto" rescans, rknp-pesto's -c socket) until the target is gone or a
-// signal comes.
+// "auto" rescans, rknp-pesto's -c socket, -T/-U's relay) until the target
+// is gone or a signal comes.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,7 +43,10 @@
 #include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
 #include "cmd/common/target_watch.hpp"
+#include "loopback_relay.hpp"
 #include "network_model.hpp"
+#include "ns_forwarder.hpp"
+#include "ns_sockets.hpp"
 #include "pesto_server.hpp"
 #include "port_forwarder.hpp"
 #include "rknp.h"
@@ -102,11 +105,21 @@ void write_all(int fd, const std::string &s, const std::string &what) {
         throw cmd::sys_failure("write " + what);
 }
 
+// What serve() forwards: -t/-u on the parent, -T/-U on the relay, and
+// the table of the parent's forwards (-T/-U "auto" leaves those ports out).
+struct Forwarders {
+    PortForwarder &ports;
+    NsForwarder &ns_ports;
+    LoopbackRelay &relay;
+    const ForwardTable &table;
+};
+
 // Serves until a signal, the target going away, or the namespace's /proc
-// files becoming unreadable. One poll over the signals, the target and the
-// -c socket's listener and clients (none waits on another); the target
-// and "auto" are looked at every tick and when the target's fd fires.
-void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watch,
+// files becoming unreadable. One poll over the signals, the target, the
+// -c socket's listener and clients and -T/-U's relay (none waits on
+// another); the target and "auto" are looked at every tick and when the
+// target's fd fires.
+void serve(rknp_parent *parent, const Forwarders &fwd, const cmd::TargetWatch &watch,
            int sigfd, cmd::ControlSocket *control, const LogLevel &log) {
     std::vector<pollfd> fds;
     long next_tick = cmd::now_ms() + kTickMs;
@@ -117,6 +130,8 @@ void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watc
         if (watch.fd() >= 0) fds.push_back({watch.fd(), POLLIN, 0});
         size_t first = fds.size();
         size_t count = control ? control->fill(fds, now) : 0;
+        size_t relay_first = fds.size();
+        size_t relay_count = fwd.relay.fill(fds, now);
         int timeout = int(std::max(0L, next_tick - now));
         if (int t = control ? control->timeout_ms(now) : -1; t >= 0 && t < timeout)
             timeout = t;
@@ -135,6 +150,9 @@ void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watc
         }
         if (control)
             control->dispatch(std::span(fds).subspan(first, count), cmd::now_ms());
+        if (relay_count)
+            fwd.relay.dispatch(std::span(fds).subspan(relay_first, relay_count),
+                               cmd::now_ms());
         bool watch_fired = watch.fd() >= 0 && fds[1].revents != 0;
         now = cmd::now_ms();
         if (!watch_fired && now < next_tick) continue;
@@ -145,12 +163,19 @@ void serve(rknp_parent *parent, PortForwarder &fwd, const cmd::TargetWatch &watc
                              program_invocation_short_name);
             return;
         }
-        if (fwd.scans() && !fwd.rescan(parent)) {
+        if (fwd.ports.scans() && !fwd.ports.rescan(parent, fwd.relay)) {
             if (!log.quiet)
                 std::fprintf(stderr, "%s: the namespace's ports cannot be read, "
                                      "stopping\n", program_invocation_short_name);
             return;
         }
+        if (fwd.ns_ports.scans() && !fwd.ns_ports.rescan(fwd.relay, fwd.table)) {
+            if (!log.quiet)
+                std::fprintf(stderr, "%s: the host's ports cannot be read, "
+                                     "stopping\n", program_invocation_short_name);
+            return;
+        }
+        fwd.relay.expire(now);
     }
 }
 
@@ -191,6 +216,8 @@ int run(int argc, char *argv[]) {
     ForwardTable table;
     // The host side: "::" too unless -4, whatever the namespace has.
     PortForwarder forwarder(o, !o.ipv4_only, table);
+    // -T/-U: the namespace's loopback to the host's, ::1 too unless -4.
+    NsForwarder ns_forwarder(o, !o.ipv4_only);
     LogLevel log{o.quiet, o.debug};
     cfg.log_fn = log_to_stderr;
     cfg.log_user_data = &log;
@@ -215,6 +242,17 @@ int run(int argc, char *argv[]) {
     plan.quiet = o.quiet;
     cmd::ChildProcess child(plan);
 
+    // -T/-U and --host-lo-to-ns-lo: the namespace, for the thread that
+    // opens sockets there, and the host's /proc/net files for -T/-U
+    // "auto", both before the sandbox hides their paths (the hand-over
+    // child has forked: it holds neither).
+    cmd::UniqueFd netns_fd;
+    if (ns_forwarder.active() || forwarder.relays_to_ns()) {
+        netns_fd.reset(::open(plan.ns.netns.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!netns_fd) throw cmd::sys_failure("open " + plan.ns.netns);
+    }
+    if (ns_forwarder.active()) ns_forwarder.open_host_files();
+
     // rknp-pesto's socket: bound after the hand-over child forked (it
     // enters the container's namespaces and must not hold it) and while the
     // process has one thread (ControlSocket's umask), before the caller
@@ -232,14 +270,33 @@ int run(int argc, char *argv[]) {
     // pidfd_open.
     cmd::TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
     cmd::UniqueFd sigfd = cmd::block_signals();
-    if (::geteuid() == 0 || plan.ns.userns) {
+    const bool sandbox = ::geteuid() == 0 || plan.ns.userns;
+    if (sandbox) {
         if (::geteuid() != 0) cmd::enter_user_as_root(*plan.ns.userns);
-        cmd::create_sandbox(state.path());
+        cmd::create_sandbox(state.path(), false);
     } else if (o.debug) {
         std::fprintf(stderr, "%s: no mount sandbox (not root, no user "
                              "namespace to join)\n", program_invocation_short_name);
     }
+    // -T/-U's thread enters the namespace now: after the user namespace
+    // (which needs one thread) and the new root (which it shares), while
+    // it still has the capabilities setns needs, before seccomp forbids
+    // setns. It drops its capabilities there, as this thread does next,
+    // and the filter covers it too (enable_seccomp synchronises every
+    // thread).
+    std::optional<NsSockets> ns_sockets;
+    if (netns_fd)
+        ns_sockets.emplace(std::move(netns_fd), sandbox ? cmd::drop_capabilities
+                                                        : std::function<void()>());
+    if (sandbox) cmd::drop_capabilities();
     cmd::enable_seccomp(o.debug);
+    LoopbackRelay relay([&ns_sockets](int family, int type) {
+        if (!ns_sockets) {
+            errno = ENOTSUP;
+            return cmd::UniqueFd();
+        }
+        return ns_sockets->open(family, type);
+    });
 
     cmd::check(rknp_parent_start(parent.get(), state.path().c_str(), child.pid(),
                                  &err),
@@ -259,8 +316,10 @@ int run(int argc, char *argv[]) {
     forwarder.bind_explicit(parent.get());
     if (forwarder.scans()) {
         forwarder.set_netns_files(child.take_netns_files());
-        forwarder.rescan(parent.get());
+        forwarder.rescan(parent.get(), relay);
     }
+    ns_forwarder.bind_explicit(relay);
+    if (ns_forwarder.scans()) ns_forwarder.rescan(relay, table);
 
     if (pid_fd) {
         write_all(pid_fd.get(), std::to_string(::getpid()) + "\n", *o.pid_file);
@@ -275,8 +334,8 @@ int run(int argc, char *argv[]) {
     }
     bg.ready(log_fd.get());
     log_fd.reset();
-    serve(parent.get(), forwarder, watch, sigfd.get(), control ? &*control : nullptr,
-          log);
+    serve(parent.get(), Forwarders{forwarder, ns_forwarder, relay, table}, watch,
+          sigfd.get(), control ? &*control : nullptr, log);
     rknp_parent_close(parent.get());
     return EXIT_SUCCESS;
 }

@@ -3,6 +3,9 @@
 // pasta's -t/-u forwards on an rknp parent (see port_forwarder.hpp).
 #include "port_forwarder.hpp"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cstdio>
 #include <set>
 
@@ -12,16 +15,8 @@
 
 namespace pasta {
 
-namespace {
-
-void parse_kind(const std::vector<std::string> &specs, const char *option,
-                std::vector<PortSpec> &lists, bool &automatic) {
-    if (specs.empty()) {
-        automatic = true; // pasta's default for -t and -u
-        return;
-    }
-    // The host's ephemeral range, which "~N" specs leave out.
-    PortRange eph = cmd::host_ephemeral_range();
+void parse_port_option(const std::vector<std::string> &specs, const char *option,
+                       PortRange eph, std::vector<PortSpec> &lists, bool &automatic) {
     bool none = false;
     for (const auto &s : specs) {
         PortSpec spec;
@@ -55,23 +50,15 @@ void parse_kind(const std::vector<std::string> &specs, const char *option,
                            ": 'none' cannot be combined with other specs");
 }
 
-void refuse_ns_specs(const std::vector<std::string> &specs, const char *option) {
-    for (const auto &s : specs)
-        if (s != "none")
-            throw cmd::Failure(std::string(option) + " " + s +
-                               ": forwarding from the namespace's loopback to "
-                               "the host is not supported by rknp-pasta yet "
-                               "(only 'none')");
-}
-
-} // namespace
-
 PortForwarder::PortForwarder(const Options &o, bool ipv6, ForwardTable &table)
-    : ipv6_(ipv6), table_(table) {
-    parse_kind(o.tcp, "-t/--tcp-ports", tcp_.lists, tcp_.automatic);
-    parse_kind(o.udp, "-u/--udp-ports", udp_.lists, udp_.automatic);
-    refuse_ns_specs(o.tcp_ns, "-T/--tcp-ns");
-    refuse_ns_specs(o.udp_ns, "-U/--udp-ns");
+    : ipv6_(ipv6), lo_to_lo_(o.host_lo_to_ns_lo), table_(table) {
+    // Not given: pasta's default for -t and -u, "auto". "~N" specs leave
+    // out the host's ephemeral range.
+    const PortRange eph = cmd::host_ephemeral_range();
+    tcp_.automatic = o.tcp.empty();
+    udp_.automatic = o.udp.empty();
+    parse_port_option(o.tcp, "-t/--tcp-ports", eph, tcp_.lists, tcp_.automatic);
+    parse_port_option(o.udp, "-u/--udp-ports", eph, udp_.lists, udp_.automatic);
     // /proc/thread-self/net/... is the netns of the thread that opens it.
     const char *base = "/proc/thread-self/net/";
     for (const Kind *k : {&tcp_, &udp_}) {
@@ -139,12 +126,18 @@ void PortForwarder::bind_explicit(rknp_parent *p) {
     }
 }
 
-bool PortForwarder::rescan(rknp_parent *p) {
-    std::set<std::pair<uint32_t, unsigned>> want;
+bool PortForwarder::rescan(rknp_parent *p, LoopbackRelay &relay) {
+    std::set<std::pair<uint32_t, unsigned>> want, lo;
     for (auto &s : scan_) {
         if (!read_proc_net(s.fd.get(), text_)) return false;
         SocketKind kind = s.proto == RKNP_PROTO_TCP ? SocketKind::tcp : SocketKind::udp;
         for (unsigned port : listening_ports(text_, kind)) want.insert({s.proto, port});
+        if (lo_to_lo_)
+            for (unsigned port : loopback_ports(text_, kind)) lo.insert({s.proto, port});
+    }
+    if (lo_to_lo_) {
+        for (const auto &key : want) lo.erase(key); // reached through the tap
+        relay_loopback_only(lo, relay);
     }
     for (auto it = auto_.begin(); it != auto_.end();) {
         if (want.count(it->first)) {
@@ -176,6 +169,41 @@ bool PortForwarder::rescan(rknp_parent *p) {
         auto_[key] = std::move(ids); // tried once, even if nothing bound
     }
     return true;
+}
+
+void PortForwarder::relay_loopback_only(const std::set<std::pair<uint32_t, unsigned>> &lo,
+                                        LoopbackRelay &relay) {
+    auto ip_proto = [](uint32_t proto) {
+        return proto == RKNP_PROTO_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+    };
+    for (auto it = lo_.begin(); it != lo_.end();) {
+        if (lo.count(it->first)) {
+            ++it;
+            continue;
+        }
+        if (it->second)
+            relay.remove(ip_proto(it->first.first), uint16_t(it->first.second),
+                         LoopbackRelay::Listen::on_host);
+        it = lo_.erase(it);
+    }
+    for (const auto &key : lo) {
+        if (lo_.count(key)) continue;
+        const int proto = ip_proto(key.first);
+        const uint16_t port = uint16_t(key.second);
+        // -T/-U's own listener on the namespace's loopback: the host's
+        // port is the one it reaches already.
+        if (relay.listens(proto, port, LoopbackRelay::Listen::in_ns)) continue;
+        bool any = false;
+        for (int family : {AF_INET, AF_INET6}) {
+            if (family == AF_INET6 && !ipv6_) continue;
+            std::string error;
+            int err = 0;
+            // A host port in use stays the host's, as with "auto".
+            any |= relay.add(proto, family, port, port, error, err,
+                             LoopbackRelay::Listen::on_host);
+        }
+        lo_[key] = any; // tried once, until the namespace stops listening
+    }
 }
 
 } // namespace pasta

@@ -7,11 +7,15 @@
 // (rootlesskit's implicit port driver relies on it). Every forward made
 // goes into rknp-pasta's table (forward_table.hpp), where rknp-pesto may
 // delete it: an "auto" port deleted so stays unforwarded until the
-// namespace stops listening on it.
+// namespace stops listening on it. With --host-lo-to-ns-lo, "auto" also
+// serves the ports the namespace listens on only at its loopback: the
+// host's loopback at the same port is relayed to them (LoopbackRelay),
+// so that the namespace sees its client come from its own loopback.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,7 @@
 #include "cmd/common/unique_fd.hpp"
 #include "cmd/common/port_spec.hpp"
 #include "forward_table.hpp"
+#include "loopback_relay.hpp"
 #include "rknp.h"
 
 namespace pasta {
@@ -27,10 +32,16 @@ using cmd::PortMode;
 using cmd::PortRange;
 using cmd::PortSpec;
 
+// Parses one option's specs (-t, -u, -T, -U: several accumulate) into
+// port lists and "auto"; throws cmd::Failure naming the option for a bad
+// spec, an interface (%IFACE) or "none" beside others.
+void parse_port_option(const std::vector<std::string> &specs, const char *option,
+                       PortRange eph, std::vector<PortSpec> &lists, bool &automatic);
+
 class PortForwarder {
 public:
-    // Parses the specs (throws cmd::Failure naming the option); -T and -U
-    // must be "none". ipv6: also bind "::" where no address is given.
+    // Parses -t and -u (throws cmd::Failure naming the option). ipv6:
+    // also bind "::" where no address is given.
     // table: where the forwards made are kept (shared with PestoServer).
     PortForwarder(const Options &o, bool ipv6, ForwardTable &table);
 
@@ -43,10 +54,12 @@ public:
     // one that fails.
     void bind_explicit(rknp_parent *p);
     // Reads the namespace's listening ports and adds and removes "auto"
-    // forwards to match. false once the files cannot be read (the
-    // namespace is gone).
-    bool rescan(rknp_parent *p);
+    // forwards (and, with --host-lo-to-ns-lo, relays on relay) to match.
+    // false once the files cannot be read (the namespace is gone).
+    bool rescan(rknp_parent *p, LoopbackRelay &relay);
     bool scans() const { return !scan_.empty(); }
+    // Whether rescan needs sockets inside the namespace (NsSockets).
+    bool relays_to_ns() const { return lo_to_lo_ && scans(); }
 
 private:
     struct Kind {
@@ -66,12 +79,19 @@ private:
              uint32_t &id, std::string &error);
 
     Kind tcp_{RKNP_PROTO_TCP, {}, false}, udp_{RKNP_PROTO_UDP, {}, false};
+    // --host-lo-to-ns-lo's relays made by rescan: (proto, port) -> whether
+    // the host's loopback could be bound.
+    void relay_loopback_only(const std::set<std::pair<uint32_t, unsigned>> &lo,
+                             LoopbackRelay &relay);
+
     bool ipv6_;
+    bool lo_to_lo_;
     ForwardTable &table_;
     std::vector<Scan> scan_;
     // "auto" ports tried: (proto, port) -> the ids made (one per host
     // address); those no longer in table_ were deleted by rknp-pesto.
     std::map<std::pair<uint32_t, unsigned>, std::vector<uint32_t>> auto_;
+    std::map<std::pair<uint32_t, unsigned>, bool> lo_;
     std::string text_; // rescan's buffer, reused
 };
 

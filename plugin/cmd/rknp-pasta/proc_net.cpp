@@ -35,20 +35,33 @@ bool word_bytes(std::string_view s, unsigned char *out) {
     return true;
 }
 
-// 8 hex digits (IPv4) or 32 (IPv6, four words): 127.0.0.0/8, ::1, or
-// ::ffff:127.0.0.0/104 (an IPv6 socket bound to a mapped 127 address).
-bool loopback(std::string_view addr) {
+enum class Bound { loopback, any, other, invalid };
+
+// 8 hex digits (IPv4) or 32 (IPv6, four words): loopback is 127.0.0.0/8,
+// ::1 or ::ffff:127.0.0.0/104 (an IPv6 socket bound to a mapped 127
+// address); any is 0.0.0.0, :: or ::ffff:0.0.0.0.
+Bound bound_to(std::string_view addr) {
     unsigned char b[16];
-    if (addr.size() == 8) return word_bytes(addr, b) && b[0] == 127;
-    if (addr.size() != 32) return false;
+    if (addr.size() == 8) {
+        if (!word_bytes(addr, b)) return Bound::invalid;
+        if (b[0] == 127) return Bound::loopback;
+        return b[0] == 0 && b[1] == 0 && b[2] == 0 && b[3] == 0 ? Bound::any : Bound::other;
+    }
+    if (addr.size() != 32) return Bound::invalid;
     for (size_t i = 0; i < 4; i++)
-        if (!word_bytes(addr.substr(8 * i, 8), b + 4 * i)) return false;
+        if (!word_bytes(addr.substr(8 * i, 8), b + 4 * i)) return Bound::invalid;
+    static constexpr unsigned char kZero[16] = {};
     static constexpr unsigned char kLoopback6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
                                                      0, 0, 0, 0, 0, 0, 0, 1};
     static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0,
                                                   0, 0, 0, 0, 0xff, 0xff};
-    return std::memcmp(b, kLoopback6, 16) == 0 ||
-           (std::memcmp(b, kMapped, 12) == 0 && b[12] == 127);
+    if (std::memcmp(b, kLoopback6, 16) == 0 ||
+        (std::memcmp(b, kMapped, 12) == 0 && b[12] == 127))
+        return Bound::loopback;
+    if (std::memcmp(b, kZero, 16) == 0 ||
+        (std::memcmp(b, kMapped, 12) == 0 && std::memcmp(b + 12, kZero, 4) == 0))
+        return Bound::any;
+    return Bound::other;
 }
 
 // Splits a line into whitespace-separated fields, up to n of them.
@@ -65,9 +78,8 @@ size_t fields(std::string_view line, std::string_view *out, size_t n) {
     return k;
 }
 
-} // namespace
-
-std::set<unsigned> listening_ports(std::string_view text, SocketKind kind) {
+template <class Wanted>
+std::set<unsigned> open_ports(std::string_view text, SocketKind kind, Wanted wanted) {
     std::set<unsigned> ports;
     size_t pos = text.find('\n'); // the header line
     while (pos != std::string_view::npos && pos < text.size()) {
@@ -89,10 +101,23 @@ std::set<unsigned> listening_ports(std::string_view text, SocketKind kind) {
         bool open = kind == SocketKind::tcp ? st == kTcpListen
                                             : st == kUdpClose && rport == 0;
         if (!open || port == 0 || port > 65535) continue;
-        if (loopback(f[1].substr(0, lc))) continue;
-        ports.insert(port);
+        if (wanted(bound_to(f[1].substr(0, lc)))) ports.insert(port);
     }
     return ports;
+}
+
+} // namespace
+
+std::set<unsigned> listening_ports(std::string_view text, SocketKind kind) {
+    return open_ports(text, kind, [](Bound b) { return b != Bound::loopback; });
+}
+
+std::set<unsigned> loopback_reachable_ports(std::string_view text, SocketKind kind) {
+    return open_ports(text, kind, [](Bound b) { return b == Bound::any || b == Bound::loopback; });
+}
+
+std::set<unsigned> loopback_ports(std::string_view text, SocketKind kind) {
+    return open_ports(text, kind, [](Bound b) { return b == Bound::loopback; });
 }
 
 bool read_proc_net(int fd, std::string &out) {
