@@ -635,7 +635,14 @@ typedef struct rknp_forward {
     const char *host_addr;  /* IPv4 or IPv6 literal; NULL: "0.0.0.0" */
     uint32_t host_port;     /* 1..65535 */
     uint32_t guest_port;    /* 1..65535 */
-    const char *guest_addr; /* IPv4 literal in the CIDR; NULL: the guest */
+    const char *guest_addr; /* IPv4 literal; NULL: the guest. In the
+                               CIDR: a guest address; outside it (since
+                               1.7; before, refused): a unicast address
+                               routed behind the guest, such as a
+                               container on a bridge network in the
+                               namespace, reached through the guest's MAC,
+                               whose replies are taken for this forward's
+                               connections only */
 } rknp_forward;
 
 #define RKNP_FORWARD_SIZE_1_1 \

@@ -105,9 +105,20 @@ func testLive(t *testing.T, tcpPath rknp.TCPPath) {
 	} else {
 		t.Logf("busy port: %v", err)
 	}
-	// A guest address outside the network.
-	if _, err := d.AddPort(ctx, port.Spec{Proto: "tcp4", ParentIP: "127.0.0.1", ParentPort: freePort(t), ChildIP: "192.0.2.1", ChildPort: 80}); rknp.CodeOf(err) != rknp.CodeInvalidArgument {
-		t.Fatalf("guest outside the CIDR: %v", err)
+	// A guest address no forward can reach: multicast, broadcast.
+	for _, ip := range []string{"224.0.0.5", "255.255.255.255"} {
+		if _, err := d.AddPort(ctx, port.Spec{Proto: "tcp4", ParentIP: "127.0.0.1", ParentPort: freePort(t), ChildIP: ip, ChildPort: 80}); rknp.CodeOf(err) != rknp.CodeInvalidArgument {
+			t.Fatalf("guest address %s: %v", ip, err)
+		}
+	}
+	// A unicast address outside the network is routed behind the guest
+	// (a container on a bridge inside the namespace): taken.
+	rst, err := d.AddPort(ctx, port.Spec{Proto: "tcp4", ParentIP: "127.0.0.1", ParentPort: freePort(t), ChildIP: "10.89.0.2", ChildPort: 80})
+	if err != nil {
+		t.Fatalf("guest address routed behind the guest: %v", err)
+	}
+	if err := d.RemovePort(ctx, rst.ID); err != nil {
+		t.Fatal(err)
 	}
 	// Wildcard "tcp": IPv4 and (if the host has it) IPv6.
 	wp := freePort(t)

@@ -46,9 +46,10 @@ func protoName(p rknp.Protocol) string {
 //   - An explicit ParentIP is used as is, one forward: "tcp" with
 //     "0.0.0.0" is IPv4 only, "tcp" with "::" IPv6 only (so a client may
 //     publish both under separate IDs, as Docker does).
-//   - ChildIP must be an IPv4 address of the guest network (the library
-//     checks the CIDR) and not loopback: libslirp delivers to the tap.
-//     Empty is the guest's address.
+//   - ChildIP must be a unicast IPv4 address and not loopback (the library
+//     checks): the guest's, another of its network, or one routed behind
+//     the guest (a container on a bridge inside the child); every
+//     forward is delivered through the tap. Empty is the guest's address.
 func forwardsFor(spec port.Spec) ([]hostForward, error) {
 	base := strings.TrimRight(spec.Proto, "46")
 	family := strings.TrimPrefix(spec.Proto, base) // "", "4" or "6"
