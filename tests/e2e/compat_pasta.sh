@@ -5,7 +5,7 @@
 # public rknp C ABI, as an unprivileged user: its command line as Podman
 # and rootlesskit probe it, Podman's argument list against a bound netns
 # file (exit 0 once configured, stdout/stderr closed, --pid, a published
-# port, exit when the file is deleted), upstream rootlesskit v3's
+# port, exit when the file is deleted; -6 alone), upstream rootlesskit v3's
 # `--net=pasta --pasta-binary=PATH` with the shared cases of cases.sh and
 # the implicit port driver, a hostile container reaching back, and the -c
 # socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
@@ -183,6 +183,32 @@ case_podman_style() {
     expect "the host reached at --map-guest-addr" "^host_sha=$FILE_SHA\$" "$out"
     expect "DNS through --dns-forward 169.254.1.1 to the host's resolver" "^dns=$DNS_IP\$" "$out"
     expect "published port: the host fetched the file served inside" "^sha=$FILE_SHA\$" "$out"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+}
+
+# 1b. -6 in the same world: the host's IPv6 address, prefix and link-local
+# gateway, no IPv4 address or route; IPv6 hosts reached, IPv4 ones not.
+case_ipv6_only() {
+    local d="$SCRATCH/tmp/ipv6only" lp=18082 out ARGV
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    setup_world
+    start_http 198.19.0.7 "$lp" "$SCRATCH/www" "$LAN"
+    start_http fd19::7 "$lp" "$SCRATCH/www" "$LAN"
+    start_http fd13::9 "$lp" "$SCRATCH/www" "$LAN"
+    user_argv unshare -rm python3 "$HELPER" ipv6-only "$PASTA" "$d" "$lp"
+    out=$(ip netns exec "$WORLD" "${ARGV[@]}") || true
+    teardown_world
+    echo "$out"
+    expect "exit 0" "^exit=0\$" "$out"
+    expect "no IPv4 address" "^addr4_count=0\$" "$out"
+    expect "no IPv4 default route" "^route4_count=0\$" "$out"
+    expect "the host's IPv6 address and prefix" "^addr6=[0-9]+: [a-z0-9]+ +inet6 fd19::5/64 " "$out"
+    expect "the host's IPv6 gateway" "^route6=default via fe80::1 " "$out"
+    expect "an IPv6 LAN neighbour reached" "^neighbour6_sha=$FILE_SHA\$" "$out"
+    expect "an IPv6 host behind the gateway reached" "^outside6_sha=$FILE_SHA\$" "$out"
+    expect "no IPv4 host reached" "^neighbour4_sha=none\$" "$out"
     expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
 }
 
@@ -593,7 +619,7 @@ case_host_lo_to_ns_lo() {
 }
 
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
-ALL_CASES="cli podman_style no_reach_back pesto_socket pesto_podman pesto_bridge loopback_ns host_lo_to_ns_lo $RK3_CASES"
+ALL_CASES="cli podman_style ipv6_only no_reach_back pesto_socket pesto_podman pesto_bridge loopback_ns host_lo_to_ns_lo $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

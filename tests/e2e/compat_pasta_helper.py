@@ -197,6 +197,39 @@ def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
     print(f"exited_after_delete={gone}")
 
 
+def ipv6_only(binary, workdir, lan_port):
+    """-6 in the world of podman(): the host's IPv6 address, prefix and
+    link-local gateway, no IPv4 at all; IPv6 hosts reached, IPv4 not."""
+    nsfile = netns_file(workdir)
+    pid_file = os.path.join(workdir, "pasta6.pid")
+    argv = [binary, "--config-net", "-6", "-t", "none", "-u", "none", "--quiet",
+            "--pid", pid_file, "--netns", nsfile]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    print(f"exit={p.returncode}")
+    print(f"output={p.stdout.decode(errors='replace')!r}")
+    pid = int(open(pid_file).read().strip() or 0)
+    inside = ["nsenter", f"--net={nsfile}"]
+    addr4 = subprocess.run(inside + ["ip", "-o", "-4", "addr", "show", "scope", "global"],
+                           capture_output=True, text=True).stdout.splitlines()
+    print(f"addr4_count={len(addr4)}")
+    route4 = subprocess.run(inside + ["ip", "-4", "route", "show", "default"],
+                            capture_output=True, text=True).stdout.split()
+    print(f"route4_count={len(route4)}")
+    for line in subprocess.run(inside + ["ip", "-o", "-6", "addr", "show", "scope", "global"],
+                               capture_output=True, text=True).stdout.splitlines():
+        print(f"addr6={' '.join(line.split())}")
+    for line in subprocess.run(inside + ["ip", "-6", "route", "show", "default"],
+                               capture_output=True, text=True).stdout.splitlines():
+        print(f"route6={line}")
+    print(f"neighbour6_sha={fetch_sha(f'http://[fd19::7]:{lan_port}/file', inside)}")
+    print(f"outside6_sha={fetch_sha(f'http://[fd13::9]:{lan_port}/file', inside)}")
+    print(f"neighbour4_sha={fetch_sha(f'http://198.19.0.7:{lan_port}/file', inside) or 'none'}")
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+
+
 def http_sha(url, seconds):
     """sha256 of url's body, retried for a few seconds ("" if never)."""
     end = time.monotonic() + seconds
@@ -474,6 +507,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "podman":
         podman(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
                sys.argv[7], sys.argv[8])
+    elif sys.argv[1] == "ipv6-only":
+        ipv6_only(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "peer-echo":
         peer_echo(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     elif sys.argv[1] == "podman-pesto":
