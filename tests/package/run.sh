@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # The Debian packages end to end: builds the .debs from a clean copy of the
-# tree (dpkg-buildpackage -us -uc -b, dh_auto_test included), runs lintian
+# tree (dpkg-buildpackage -us -uc -b), runs lintian
 # (any error or warning fails), installs them, checks the installed files
 # (hardening-check, pkg-config and CMake consumers, the man page) and runs
 # the demo against the installed packages, not the build tree. Removes the
 # packages again at the end. Run as root (tests/run-all.sh calls it).
+#   PACKAGE_CHECK=1  build the tests too and run them in dh_auto_test (by
+#                    default nocheck: the test command has run them on
+#                    this tree already; this builds it as a distribution's
+#                    nocheck build does, without the tests)
 #   PACKAGE_DEMO=0   leave out the demo (it needs namespaces and the test user)
 #   KEEP_WORK=1      keep the build directory (printed)
 set -euo pipefail
@@ -28,8 +32,10 @@ mkdir "$WORK/rknp"
 (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
     xargs -0 tar -c --no-recursion) | tar -x -C "$WORK/rknp"
 
-step "dpkg-buildpackage -us -uc -b"
-(cd "$WORK/rknp" && DEB_BUILD_OPTIONS="parallel=$(nproc)" \
+opts="parallel=$(nproc)"
+[ "${PACKAGE_CHECK:-0}" = 1 ] || opts+=" nocheck"
+step "dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=\"$opts\")"
+(cd "$WORK/rknp" && DEB_BUILD_OPTIONS="$opts" \
     dpkg-buildpackage -us -uc -b >"$WORK/build.log" 2>&1) || {
     tail -n 80 "$WORK/build.log"; echo "FAIL: dpkg-buildpackage (log: $WORK/build.log)"
     KEEP_WORK=1; exit 1; }
