@@ -100,6 +100,12 @@ def fetch_sha(url, prefix=()):
     return p.stdout.strip()
 
 
+def ip_lines(inside, *args):
+    """The lines `ip ARGS` prints inside the namespace."""
+    return subprocess.run(inside + ["ip", *args], capture_output=True,
+                          text=True).stdout.splitlines()
+
+
 def netns_file(workdir):
     """A new network namespace bound to workdir/netns, as Podman's are."""
     nsfile = os.path.join(workdir, "netns")
@@ -144,19 +150,15 @@ def podman(binary, workdir, www, host_port, lan_port, dns_query, dns_name):
         comm = "(gone)"
     print(f"pid_comm={comm}")
     inside = ["nsenter", f"--net={nsfile}"]
-    for line in subprocess.run(inside + ["ip", "-o", "-4", "addr"], capture_output=True,
-                               text=True).stdout.splitlines():
+    for line in ip_lines(inside, "-o", "-4", "addr"):
         print(f"addr={' '.join(line.split())}")
-    for line in subprocess.run(inside + ["ip", "route"], capture_output=True,
-                               text=True).stdout.splitlines():
+    for line in ip_lines(inside, "route"):
         print(f"route={line}")
-    addr6 = subprocess.run(inside + ["ip", "-o", "-6", "addr", "show", "scope", "global"],
-                           capture_output=True, text=True).stdout.splitlines()
+    addr6 = ip_lines(inside, "-o", "-6", "addr", "show", "scope", "global")
     for line in addr6:
         print(f"addr6={' '.join(line.split())}")
     print(f"addr6_count={len(addr6)}")
-    for line in subprocess.run(inside + ["ip", "-6", "route", "show", "default"],
-                               capture_output=True, text=True).stdout.splitlines():
+    for line in ip_lines(inside, "-6", "route", "show", "default"):
         print(f"route6={line}")
     # Out from the container: a LAN neighbour (ARP answered, not libslirp's
     # loopback alias), a host behind the gateway, the host itself through
@@ -210,17 +212,12 @@ def ipv6_only(binary, workdir, lan_port):
     print(f"output={p.stdout.decode(errors='replace')!r}")
     pid = int(open(pid_file).read().strip() or 0)
     inside = ["nsenter", f"--net={nsfile}"]
-    addr4 = subprocess.run(inside + ["ip", "-o", "-4", "addr", "show", "scope", "global"],
-                           capture_output=True, text=True).stdout.splitlines()
+    addr4 = ip_lines(inside, "-o", "-4", "addr", "show", "scope", "global")
     print(f"addr4_count={len(addr4)}")
-    route4 = subprocess.run(inside + ["ip", "-4", "route", "show", "default"],
-                            capture_output=True, text=True).stdout.split()
-    print(f"route4_count={len(route4)}")
-    for line in subprocess.run(inside + ["ip", "-o", "-6", "addr", "show", "scope", "global"],
-                               capture_output=True, text=True).stdout.splitlines():
+    print(f"route4_count={len(ip_lines(inside, '-4', 'route', 'show', 'default'))}")
+    for line in ip_lines(inside, "-o", "-6", "addr", "show", "scope", "global"):
         print(f"addr6={' '.join(line.split())}")
-    for line in subprocess.run(inside + ["ip", "-6", "route", "show", "default"],
-                               capture_output=True, text=True).stdout.splitlines():
+    for line in ip_lines(inside, "-6", "route", "show", "default"):
         print(f"route6={line}")
     print(f"neighbour6_sha={fetch_sha(f'http://[fd19::7]:{lan_port}/file', inside)}")
     print(f"outside6_sha={fetch_sha(f'http://[fd13::9]:{lan_port}/file', inside)}")
