@@ -9,39 +9,24 @@
 // the ACKs and windows we give the guest for it); the host->guest half
 // (socket data peeked into frames for the guest in either peek mode,
 // peek_mode.hpp, the guest's ACKs releasing it, retransmission by
-// rewinding). Past 700 lines on purpose: every part reads and moves the
-// same sequence and window state, so a cut would halve the class, not
-// give a part a job of its own.
+// rewinding). The calls on the host socket, and when each option is set,
+// are HostSocket's (host_socket.cpp). Past 700 lines on purpose: every
+// part reads and moves the same sequence and window state, so a cut would
+// halve the class, not give a part a job of its own.
 #include "datapath/tcp/flow.hpp"
 
-#include <linux/sock_diag.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
 
-#include "datapath/flows/route.hpp"
 #include "datapath/tcp/seq.hpp"
 
 namespace rknp::tcp {
 
 namespace {
-
-// EPOLLPRI: urgent data ends a peek early (see Vars::peek_drained).
-constexpr uint32_t kEstablishedEvents = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-
-constexpr int kOne = 1;
-
-void set_int(int fd, int level, int opt, int v) {
-    // Best effort: a missing option only costs performance.
-    (void)::setsockopt(fd, level, opt, &v, sizeof v);
-}
 
 uint16_t mss_for_mtu(uint32_t mtu, bool v6) {
     uint32_t hdrs = (v6 ? kIp6Len : kIp4Len) + kTcpLen;
@@ -62,31 +47,6 @@ uint16_t guest_mss(uint16_t offered, bool v6, uint16_t ours) {
 }
 
 } // namespace
-
-// The one option a connecting socket needs before it connects: urgent
-// data inline, else the kernel takes the urgent byte out of the stream
-// and our byte counting (peek offset = bytes in flight) would slip; the
-// host may send it the moment the connection is up. URG is never passed
-// on in either direction. The other options come when they first matter,
-// a system call each saved for the many short connections that never get
-// there (docs/tcp-fast-path.md, "The cost of a new connection"):
-// TCP_NODELAY before the second send() (no_nagle), SO_KEEPALIVE after
-// kKeepaliveAfterMs (keepalive_due), SO_PEEK_OFF at the first peek with
-// bytes in flight (push). Accepted sockets inherit all three from their
-// forward's listener (FastPath::add_forward).
-bool Flow::setup_socket(int fd) {
-    return ::setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &kOne, sizeof kOne) == 0;
-}
-
-void Flow::no_nagle() {
-    // The guest's stack already decided when to push (Nagle/cork happened
-    // there): a second Nagle here would only add delay. Not needed before
-    // the first send(): Linux's Nagle (Minshall's variant) holds a small
-    // segment only while an earlier small one is unacknowledged, and
-    // autocorking only with data in flight.
-    v_.nodelay = true;
-    set_int(sock_.get(), IPPROTO_TCP, TCP_NODELAY, 1);
-}
 
 bool Flow::open(FlowContext &c, const Open &o) {
     const Segment &syn = *o.syn;
@@ -111,56 +71,34 @@ bool Flow::open(FlowContext &c, const Open &o) {
     v_.our_mss = mss_for_mtu(c.mtu, o.ep.v6);
     v_.mss = guest_mss(syn.mss, o.ep.v6, v_.our_mss);
 
-    int fam = o.target->sa_family;
-    sock_.reset(::socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!sock_) {
+    v_.state = State::Connecting; // so close() answers the SYN
+    switch (sock_.connect(o.target, o.target_len, o.bind, o.bind_len)) {
+    case HostSocket::Connect::Started:
+        break;
+    case HostSocket::Connect::NoSocket:
         ++c.stats.flows_refused;
-        v_.state = State::Connecting; // so close() answers the SYN
         close(c, Reset::Guest);
         return false;
-    }
-    const int fd = sock_.get();
-    if (!setup_socket(fd) || (o.bind != nullptr && ::bind(fd, o.bind, o.bind_len) < 0)) {
-        ++c.stats.connect_failed;
-        v_.state = State::Connecting;
-        close(c, Reset::Guest);
-        return false;
-    }
-    v_.state = State::Connecting;
-    // Connected to itself: nothing listens on that port (a listener would
-    // have kept the kernel from picking it), so the guest is refused.
-    if ((::connect(fd, o.target, o.target_len) < 0 && errno != EINPROGRESS) ||
-        connected_to_itself(fd, o.target)) {
+    case HostSocket::Connect::Refused:
         ++c.stats.connect_failed;
         close(c, Reset::Guest);
         return false;
     }
-    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR. The
-    // established flow's mask from the start: no EPOLL_CTL_MOD once
-    // connected (socket_events keeps what comes before it is established).
-    set_epoll(c, kEstablishedEvents, true);
-    return !closed();
+    // Connect completion (or failure) shows as EPOLLOUT/EPOLLERR, with the
+    // established flow's mask (socket_events keeps what comes before it is
+    // established).
+    return watch(c);
 }
-
-
 
 void Flow::connected(FlowContext &c) {
     v_.state = State::SynAckSent;
-    v_.keepalive_at = c.now + kKeepaliveAfterMs;
+    v_.keepalive_at = c.now + HostSocket::kKeepaliveAfterMs;
     // The guest may send us no larger segments than the host's path
     // carries (a 1500-byte link behind a 65520-byte tap): its window
     // steps, and our updates to it, are then of the path's size.
-    // TCP_INFO's path MTU, not TCP_MAXSEG, which at this point is also
-    // bound to half the peer's first window (32 KiB over loopback). To
-    // the host's loopback (the gateway: the most frequent short
-    // connections) the path is lo, whose MTU the fast path read at start:
-    // no getsockopt. Were lo's MTU changed since, the guest's segments
-    // would only be of another size than lo's; the kernel splits them.
-    uint32_t pmtu = v_.loopback ? c.loopback_mtu : 0;
-    tcp_info ti{};
-    socklen_t len = sizeof ti;
-    if (pmtu == 0 && ::getsockopt(sock_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
-        pmtu = ti.tcpi_pmtu;
+    // The path MTU, not TCP_MAXSEG, which at this point is also
+    // bound to half the peer's first window (32 KiB over loopback).
+    const uint32_t pmtu = sock_.path_mtu(v_.loopback, c.loopback_mtu);
     if (pmtu != 0) v_.our_mss = std::min(v_.our_mss, mss_for_mtu(pmtu, v_.ep.v6));
     v_.rto_ms = kRtoInitialMs;
     v_.rto_at = c.now + v_.rto_ms;
@@ -168,8 +106,6 @@ void Flow::connected(FlowContext &c) {
     v_.rtt_start = c.now;
     if (!send_synack(c)) v_.owe_synack = true;
 }
-
-
 
 bool Flow::send_synack(FlowContext &c) {
     if (!c.out.control_room()) return false;
@@ -189,8 +125,6 @@ bool Flow::send_synack(FlowContext &c) {
     return true;
 }
 
-
-
 void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uint64_t ref,
                          uint32_t isn) {
     v_ = Vars{};
@@ -205,14 +139,12 @@ void Flow::open_accepted(FlowContext &c, UniqueFd sock, const Endpoints &ep, uin
     // Until the socket's first EPOLLIN edge (adding it to the epoll set
     // reports data that came before).
     v_.peek_drained = true;
-    sock_ = std::move(sock);
+    sock_.adopt(std::move(sock));
     v_.state = State::HostSynSent;
-    v_.nodelay = true; // inherited from the listener, as the other options
     // The established flow's mask at once (no EPOLL_CTL_MOD when the guest
     // answers): data the host client sends meanwhile waits in the socket,
     // socket_events notes its FIN, and syn_answered() looks.
-    set_epoll(c, kEstablishedEvents, true);
-    if (closed()) return;
+    if (!watch(c)) return;
     v_.rto_ms = kRtoInitialMs;
     v_.rto_at = c.now + v_.rto_ms;
     v_.rtt_timing = true; // SYN to the guest's SYN-ACK: the first sample
@@ -311,18 +243,10 @@ void Flow::on_syn_rto(FlowContext &c) {
     if (!send_syn(c)) v_.owe_synack = true;
 }
 
-void Flow::set_epoll(FlowContext &c, uint32_t events, bool add) {
-    const int fd = sock_.get();
-    if ((add ? c.events.add(fd, events, v_.ref) : c.events.modify(fd, events, v_.ref)) < 0)
-        close(c, Reset::Both); // ENOMEM/ENOSPC: cannot watch it, give up
-}
-
-void Flow::keepalive_due() {
-    // Dead host peers of idle flows are found as before: the first probe
-    // comes tcp_keepalive_time (2 h by default) after this, and a flow
-    // that ends sooner never needed it.
-    v_.keepalive_at = -1;
-    set_int(sock_.get(), SOL_SOCKET, SO_KEEPALIVE, 1);
+bool Flow::watch(FlowContext &c) {
+    if (sock_.watch(c.events, v_.ref)) return true;
+    close(c, Reset::Both); // ENOMEM/ENOSPC: cannot watch it, give up
+    return false;
 }
 
 bool Flow::emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
@@ -349,11 +273,7 @@ void Flow::close(FlowContext &c, Reset reset) {
         v_.rst_for_syn = v_.state == State::Connecting;
         v_.rsts_sent = 0;
     }
-    if ((reset == Reset::Host || reset == Reset::Both) && sock_) {
-        linger l{1, 0};
-        (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_LINGER, &l, sizeof l);
-    }
-    sock_.reset(); // also leaves the epoll set
+    sock_.close(reset == Reset::Host || reset == Reset::Both); // leaves the epoll set
     v_.state = State::Closing;
     v_.rto_at = v_.wnd_at = v_.keepalive_at = -1;
     v_.owe_ack = v_.owe_synack = v_.want_push = false;
@@ -537,7 +457,7 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
             // a discard-mode peek is not worth it yet): without a read the
             // host gets no ACK until the guest's. A full batch is not such
             // a case: service() pushes again this round.
-            if (!push(c) && !closed() && (ev & EPOLLIN) && !v_.want_push) ack_host_now();
+            if (!push(c) && !closed() && (ev & EPOLLIN) && !v_.want_push) sock_.ack_now();
         }
         if (closed()) return;
         // A writable socket reports EPOLLOUT with every edge, whatever
@@ -553,7 +473,10 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
 }
 
 void Flow::timer(FlowContext &c) {
-    if (v_.keepalive_at >= 0 && c.now >= v_.keepalive_at) keepalive_due();
+    if (v_.keepalive_at >= 0 && c.now >= v_.keepalive_at) {
+        v_.keepalive_at = -1;
+        sock_.keepalive();
+    }
     if (v_.rto_at >= 0 && c.now >= v_.rto_at) {
         v_.rto_at = -1;
         on_rto(c);
@@ -574,47 +497,14 @@ void Flow::maybe_finish(FlowContext &c) {
 }
 
 uint32_t Flow::window_now(bool fresh) {
-    // Between looks the estimate only shrinks by what was sent, so the
-    // window's right edge stays put and never promises more than the
-    // socket had (ACKs from the host peer only free more). This saves a
-    // getsockopt per guest segment of an interactive flow.
-    if (!fresh && v_.wnd_seen != 0 && v_.taken_since < v_.wnd_seen / 8)
-        return v_.wnd_seen - v_.taken_since;
-    // SO_MEMINFO gives the two numbers send() is limited by: the send
-    // buffer and what is queued in it (both in memory, not payload,
-    // units). A quarter is kept back for per-skb overhead so that what we
-    // advertise is what send() will take.
-    uint32_t mem[SK_MEMINFO_VARS] = {};
-    socklen_t len = sizeof mem;
-    if (::getsockopt(sock_.get(), SOL_SOCKET, SO_MEMINFO, mem, &len) < 0)
-        return v_.adv_wnd;
-    v_.sndbuf = mem[SK_MEMINFO_SNDBUF];
-    uint32_t queued = mem[SK_MEMINFO_WMEM_QUEUED];
-    uint64_t free = v_.sndbuf > queued ? v_.sndbuf - queued : 0;
-    // The kernel grows a send buffer (up to tcp_wmem's maximum) only for a
-    // writer it saw blocked, and we never block: the guest sends what we
-    // said fits. A writability poll on a socket the kernel deems full
-    // (free below half of what is queued) marks it so, as for a blocked
-    // writer; the buffer then autotunes to the path, and its EPOLLOUT edge
-    // reopens the window (window_check). Setting SO_SNDBUF instead would
-    // lock it at 2 x net.core.wmem_max: 416 KiB on Debian, 83 Mbit/s at
-    // 40 ms.
-    if (free < queued / 2) {
-        pollfd p{sock_.get(), POLLOUT, 0};
-        (void)::poll(&p, 1, 0);
-    }
-    uint64_t w = free / 4 * 3;
-    uint64_t cap = uint64_t(65535) << v_.our_ws;
-    v_.wnd_seen = uint32_t(std::min(w, cap));
-    v_.taken_since = 0;
-    return v_.wnd_seen;
+    return sock_.window(fresh, uint32_t(65535) << v_.our_ws, v_.adv_wnd);
 }
 
 bool Flow::window_low() const {
     // Below a quarter of the send buffer, or half of what the window field
     // can say at all (without scaling 64 KiB is all there is).
     uint32_t cap = uint32_t(65535) << v_.our_ws;
-    return v_.adv_wnd < std::min(v_.sndbuf / 4, cap / 2);
+    return v_.adv_wnd < std::min(sock_.sndbuf() / 4, cap / 2);
 }
 
 uint16_t Flow::window_field(uint32_t wnd) const {
@@ -682,28 +572,18 @@ void Flow::process_data(FlowContext &c, const Segment &s) {
     // no meaning for a byte stream we pass through, and pasta does the same).
     size_t want = len - off, took = 0;
     if (want != 0) {
-        if (!v_.nodelay && v_.rcv_nxt != v_.irs + 1) no_nagle(); // not the first send
-        ssize_t n;
-        do
-            n = ::send(sock_.get(), s.payload.data() + off, want,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
+        const ssize_t n = sock_.send(s.payload.data() + off, want, v_.rcv_nxt == v_.irs + 1);
         if (n < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                close(c, Reset::Both);
-                return;
-            }
-            n = 0;
+            close(c, Reset::Both);
+            return;
         }
         took = size_t(n);
-        v_.taken_since += uint32_t(took);
         v_.rcv_nxt += uint32_t(took);
         c.stats.bytes_to_host += took;
         if (took < want) {
             // The rest is not acknowledged: the guest sends it again once
             // the window we advertise reopens.
             v_.partial = true;
-            v_.wnd_seen = 0; // look again before the next ACK
             ++c.stats.partial_sends;
         }
     }
@@ -711,7 +591,7 @@ void Flow::process_data(FlowContext &c, const Segment &s) {
         v_.rcv_nxt += 1;
         v_.guest_fin = true;
         v_.wnd_at = -1;
-        (void)::shutdown(sock_.get(), SHUT_WR);
+        sock_.shutdown_write();
     }
     v_.owe_ack = true;
 }
@@ -726,7 +606,7 @@ void Flow::window_check(FlowContext &c, bool from_timer) {
     // at MTU 65520 that is 64 KiB, more than a send buffer the kernel
     // autotunes to a lossy path ever frees at once, and the window stayed
     // shut until the guest's persist timer probed it.
-    uint32_t step = std::max<uint32_t>(std::min<uint32_t>(v_.our_mss, v_.sndbuf / 2),
+    uint32_t step = std::max<uint32_t>(std::min<uint32_t>(v_.our_mss, sock_.sndbuf() / 2),
                                        uint32_t(1) << v_.our_ws);
     if (w >= before + step || (before == 0 && w > 0)) {
         // Window update; after a partial send, duplicate ACKs too, so the
@@ -781,18 +661,9 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
         }
         uint32_t n = data_end - v_.snd_una;
         if (n != 0) {
-            // The acked bytes leave the kernel's queue only now; the peek
-            // offset (Offset mode) moves back by as much, staying = bytes
-            // in flight. A read ends at an urgent mark (even inline):
-            // repeat until all acked bytes are gone.
-            for (uint32_t left = n; left != 0;) {
-                ssize_t r = ::recv(sock_.get(), nullptr, left, MSG_TRUNC | MSG_DONTWAIT);
-                if (r < 0 && errno == EINTR) continue;
-                if (r <= 0 || uint32_t(r) > left) {
-                    close(c, Reset::Both);
-                    return false;
-                }
-                left -= uint32_t(r);
+            if (!sock_.drop(n)) {
+                close(c, Reset::Both);
+                return false;
             }
             c.stats.bytes_to_guest += n;
         }
@@ -803,9 +674,7 @@ bool Flow::process_ack(FlowContext &c, const Segment &s) {
             // peek offset at 0 already; say so explicitly all the same.
             v_.snd_nxt = v_.snd_una;
             v_.peek_drained = false;
-            int zero = 0;
-            if (v_.peek_off_on)
-                (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero);
+            (void)sock_.peek_from_head();
         }
         if (v_.rtt_timing && seq_ge(a, v_.rtt_seq)) {
             rtt_sample(c.now - v_.rtt_start);
@@ -843,13 +712,9 @@ bool Flow::rewind(FlowContext &c) {
     if (v_.fin_sent && !v_.fin_acked) v_.fin_sent = false;
     // Discard mode: the next peek skips snd_nxt - snd_una = 0 bytes; no
     // peek offset yet: the next peek starts at the head of the queue.
-    if (c.peek.discard() || !v_.peek_off_on) return true;
-    int zero = 0;
-    if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0) {
-        close(c, Reset::Both);
-        return false;
-    }
-    return true;
+    if (c.peek.discard() || sock_.peek_from_head()) return true;
+    close(c, Reset::Both);
+    return false;
 }
 
 bool Flow::send_host_fin(FlowContext &c) {
@@ -868,11 +733,6 @@ bool Flow::send_host_fin(FlowContext &c) {
     return true;
 }
 
-int64_t Flow::queued_bytes() const {
-    int q = 0;
-    return ::ioctl(sock_.get(), FIONREAD, &q) == 0 && q >= 0 ? q : -1;
-}
-
 void Flow::nothing_past_in_flight(FlowContext &c, bool stream_ends) {
     if (stream_ends)
         send_host_fin(c);
@@ -887,7 +747,7 @@ bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t bud
     // more than twice; else the guest's ACKs (fewer to skip) or the host's
     // data (an EPOLLIN edge) call push() again. This also bounds what is
     // in flight to twice what one peek carries (PeekScratch::kMaxSkip).
-    const int64_t q = queued_bytes();
+    const int64_t q = sock_.queued();
     if (q < 0) return inflight < PeekScratch::kMaxSkip;
     const uint32_t queued = uint32_t(q);
     if (queued <= inflight) {
@@ -902,51 +762,9 @@ bool Flow::discard_peek_worth_it(FlowContext &c, uint32_t inflight, uint32_t bud
     return can >= inflight && inflight <= PeekScratch::kMaxSkip;
 }
 
-bool Flow::start_peek_offset(FlowContext &c, uint32_t inflight) {
-    // Offset mode: until bytes are in flight every peek starts at the head
-    // of the queue, as without SO_PEEK_OFF; from here the kernel keeps the
-    // offset (a flow whose every peek finds nothing in flight, a request
-    // and its answer, never sets it).
-    int off = int(inflight);
-    if (::setsockopt(sock_.get(), SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off) < 0) {
-        close(c, Reset::Both);
-        return false;
-    }
-    v_.peek_off_on = true;
-    return true;
-}
-
-void Flow::raise_rcvbuf() {
-    // What the guest has not acknowledged stays in the socket's receive
-    // queue and takes room from the window the kernel offers the sender,
-    // which starts from tcp_rmem's default (128 KiB) and grows with what
-    // the reader consumes: while it is small, the bytes in flight to the
-    // guest close it. Raising SO_RCVLOWAT makes the kernel grow the buffer
-    // to fit that window without locking it (SO_RCVBUF would stop the
-    // autotuning); the low mark goes back to 1 at once, so readiness is
-    // unchanged. Capped by the kernel at half of tcp_rmem's maximum.
-    v_.rcvbuf_raised = true;
-    int lowat = int(kRaisedWindow), one = 1;
-    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
-    (void)::setsockopt(sock_.get(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
-}
-
-void Flow::ack_host_now() {
-    // The kernel acks two full segments at once only if the reader keeps
-    // the window's right edge moving ("tcp_recvmsg() will send ACK
-    // otherwise"); bytes held for the guest stop it, so the ACK would wait
-    // for our next read of this socket (the guest's ACK) or the
-    // delayed-ACK timer. A sender limited by its send buffer, as in a
-    // download over a long path, goes only as fast as its ACKs come back.
-    // TCP_QUICKACK sends the one owed, if any, now.
-    int one = 1;
-    (void)::setsockopt(sock_.get(), IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-}
-
 bool Flow::push(FlowContext &c) {
     v_.want_push = false;
     if (v_.state != State::Established || v_.fin_sent || v_.peek_drained) return false;
-    const int fd = sock_.get();
     const size_t per_frame = kMaxPayload / v_.mss * v_.mss;
     const bool discard = c.peek.discard();
     bool read = false;
@@ -968,8 +786,10 @@ bool Flow::push(FlowContext &c) {
         room = std::min(room, PeekScratch::kDataIovs);
         if (discard && inflight != 0 && !discard_peek_worth_it(c, inflight, budget, room))
             return read;
-        if (!discard && inflight != 0 && !v_.peek_off_on && !start_peek_offset(c, inflight))
+        if (!discard && !sock_.peek_past(inflight)) {
+            close(c, Reset::Both);
             return read;
+        }
         // Discard mode: the bytes in flight are still first in the queue;
         // they go to the discard buffer, the frames' payload after them.
         iovec *iov = c.peek.iov();
@@ -986,10 +806,7 @@ bool Flow::push(FlowContext &c) {
         mh.msg_iov = iov;
         mh.msg_iovlen = skip_iovs + k;
         read = true;
-        ssize_t n;
-        do
-            n = ::recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
+        const ssize_t n = sock_.peek(mh);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 v_.peek_drained = true;
@@ -1010,7 +827,7 @@ bool Flow::push(FlowContext &c) {
             // the end of the stream if the host shut and nothing else is
             // queued (an urgent mark right there stops a peek too).
             nothing_past_in_flight(c, skip == 0 || (v_.host_shut &&
-                                                    queued_bytes() == int64_t(inflight)));
+                                                    sock_.queued() == int64_t(inflight)));
             return read;
         }
         size_t left = got;
@@ -1035,7 +852,7 @@ bool Flow::push(FlowContext &c) {
             v_.rtt_start = c.now;
         }
         if (v_.rto_at < 0) v_.rto_at = c.now + v_.rto_ms;
-        if (!v_.rcvbuf_raised && v_.snd_nxt - v_.snd_una >= kBulkInFlight) raise_rcvbuf();
+        sock_.bytes_in_flight(v_.snd_nxt - v_.snd_una);
         if (got < asked) { // drained, or an urgent mark
             // Past the host's FIN nothing more will arrive to wake us: peek
             // again, which gives 0 and sends our FIN (or the rest after an

@@ -2,13 +2,15 @@
 
 // One fast-path TCP flow (setup, the state machine and both directions,
 // all in flow.cpp): the translator between a guest TCP connection (seen
-// as frames on the tap) and one non-blocking host kernel socket, in
-// the style of passt's tcp.c. There is no TCP stack here: the host kernel
-// keeps the host->guest data in its receive queue until the guest ACKs it
-// (peeked past what was sent, with SO_PEEK_OFF or the discard mode of
-// peek_mode.hpp, dropped with MSG_TRUNC, retransmitted by peeking again
-// from the oldest byte), and guest->host data goes into the socket in
-// order, the ACK to the guest covering exactly what the socket accepted.
+// as frames on the tap) and one non-blocking host kernel socket
+// (HostSocket, host_socket.hpp, which also decides what each question to
+// the socket costs), in the style of passt's tcp.c. There is no TCP stack
+// here: the host kernel keeps the host->guest data in its receive queue
+// until the guest ACKs it (peeked past what was sent, with SO_PEEK_OFF or
+// the discard mode of peek_mode.hpp, dropped with MSG_TRUNC,
+// retransmitted by peeking again from the oldest byte), and guest->host
+// data goes into the socket in order, the ACK to the guest covering
+// exactly what the socket accepted.
 #pragma once
 
 #include <sys/socket.h>
@@ -19,6 +21,7 @@
 #include "datapath/event_source.hpp"
 #include "datapath/tcp/batch.hpp"
 #include "datapath/tcp/frame.hpp"
+#include "datapath/tcp/host_socket.hpp"
 #include "datapath/tcp/peek_mode.hpp"
 
 namespace rknp::tcp {
@@ -92,18 +95,6 @@ public:
     static constexpr uint8_t kMaxSynRetries = 6;
     static constexpr uint8_t kDupAcks = 2; // like pasta: a tap never reorders
     static constexpr uint32_t kWndCheckMinMs = 10, kWndCheckMaxMs = 200;
-    // A flow with this much in flight to the guest moves bulk data: its
-    // socket's receive buffer is raised once to fit a kRaisedWindow window
-    // (raise_rcvbuf), room for those bytes beside what the sender needs.
-    // Below one full frame at MTU 65520 (65480 bytes): while the buffer is
-    // small the sender's window may let only that through a round trip,
-    // and a flow that waited for more would stay at that pace.
-    static constexpr uint32_t kBulkInFlight = 32 * 1024;
-    static constexpr uint32_t kRaisedWindow = 1024 * 1024;
-    // A guest flow's socket gets SO_KEEPALIVE once it has lived this long
-    // (keepalive_due): most connections end sooner and never need it.
-    static constexpr int64_t kKeepaliveAfterMs = 10000;
-
     struct Open {
         const Segment *syn;
         Endpoints ep;
@@ -190,19 +181,11 @@ private:
         // The host's FIN has arrived (EPOLLRDHUP/EPOLLHUP): after the data
         // still queued a peek returns 0, and no further edge will come.
         bool host_shut = false;
-        bool rcvbuf_raised = false; // raise_rcvbuf() done
-        // Offset mode: SO_PEEK_OFF set (start_peek_offset); until then
-        // every peek starts at the head of the queue.
-        bool peek_off_on = false;
         // Guest -> host. rcv_nxt includes the guest's FIN once accepted.
         uint32_t irs = 0, rcv_nxt = 0;
         uint32_t adv_wnd = 0;     // last window we advertised, bytes
-        uint32_t sndbuf = 0;      // socket's send buffer at the last look
-        uint32_t wnd_seen = 0;    // the window that look gave
-        uint32_t taken_since = 0; // bytes the socket took after that look
         bool guest_fin = false;
         bool partial = false;     // the socket refused part of a segment
-        bool nodelay = false;     // TCP_NODELAY set (no_nagle)
         bool loopback = false;    // the host end is the host's loopback
         // Deadlines (ms, -1 unarmed).
         // No idle deadline: a half-closed flow lives as long as its host
@@ -216,15 +199,6 @@ private:
         uint8_t rsts_sent = 0;
     };
 
-    // The options a socket needs before it connects (false: refused).
-    static bool setup_socket(int fd);
-    // TCP_NODELAY, before any send() but the first.
-    void no_nagle();
-    // SO_KEEPALIVE, once the flow lived kKeepaliveAfterMs.
-    void keepalive_due();
-    // Offset mode, the first peek with bytes in flight: SO_PEEK_OFF past
-    // them (false: refused, the flow is closed).
-    bool start_peek_offset(FlowContext &c, uint32_t inflight);
     void connected(FlowContext &c);
     bool send_syn(FlowContext &c);
     // The guest's SYN-ACK to our SYN: established both ways.
@@ -236,15 +210,8 @@ private:
     // Host data to the guest, as far as its window and the batch allow;
     // true if it read the socket (a read sends the ACK the host is owed).
     bool push(FlowContext &c);
-    // Once, for a bulk flow: a larger receive buffer, autotuning kept.
-    void raise_rcvbuf();
-    // The ACK the kernel holds back while we keep bytes unread, sent now.
-    void ack_host_now();
     // The host's stream ended at snd_nxt: our FIN (false: no room, owed).
     bool send_host_fin(FlowContext &c);
-    // What the socket's receive queue holds (FIONREAD: no FIN, urgent
-    // bytes inline); -1 if the kernel does not say.
-    int64_t queued_bytes() const;
     // A peek found nothing past the bytes in flight: our FIN if the host's
     // stream ends there, else wait for the guest's ACKs or host data.
     void nothing_past_in_flight(FlowContext &c, bool stream_ends);
@@ -261,15 +228,14 @@ private:
     bool send_ack(FlowContext &c, int copies = 1);
     bool emit(FlowContext &c, uint8_t flags, uint32_t seq, size_t payload_len,
               uint16_t window);
-    // What the socket will take now: looked up (SO_MEMINFO) when fresh,
-    // after a refused send, or once the socket took an eighth of the last
-    // look's window; in between that window less what it took since.
+    // What the socket will take now (HostSocket::window).
     uint32_t window_now(bool fresh = false);
     uint32_t rto_base() const;
     void rtt_sample(int64_t ms);
     uint16_t window_field(uint32_t wnd) const;
     bool window_low() const;
-    void set_epoll(FlowContext &c, uint32_t events, bool add);
+    // The socket joins the epoll set (false: refused, the flow is closed).
+    bool watch(FlowContext &c);
     void maybe_finish(FlowContext &c);
     // Who gets an RST when a flow closes (the host's by SO_LINGER 0);
     // None is the orderly end, both FINs exchanged.
@@ -282,7 +248,7 @@ private:
         return v_.snd_nxt != v_.snd_una || (v_.fin_sent && !v_.fin_acked);
     }
 
-    UniqueFd sock_;
+    HostSocket sock_;
     Vars v_;
 };
 

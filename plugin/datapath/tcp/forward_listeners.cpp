@@ -29,14 +29,9 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     if (host->sa_family == AF_INET6 &&
         ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
         return errno;
-    // Accepted sockets inherit the options every flow's socket wants
-    // (flow.cpp, Flow::setup_socket says why each): none is set per
-    // connection. SO_OOBINLINE is required, the others only cost speed.
-    if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        ::setsockopt(fd.get(), SOL_SOCKET, SO_OOBINLINE, &one, sizeof one) < 0)
-        return errno;
-    (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0) return errno;
+    // Accepted sockets inherit the options every flow's socket wants.
+    if (int e = HostSocket::prepare_listener(fd.get()); e != 0) return e;
     if (::bind(fd.get(), host, host_len) < 0 || ::listen(fd.get(), SOMAXCONN) < 0)
         return errno;
     size_t slot = 0;
