@@ -7,7 +7,9 @@ Start-up: connects to the echo server until it answers (that moment is the
 "first successful TCP connection"), prints a ready line, then reads one JSON
 command per line and answers each with one JSON line.  Every line this script
 writes for bench.py starts with "@@BENCH " so other output cannot be mistaken
-for it.  Only the target address given on the command line is contacted.
+for it.  Only the target address given on the command line is contacted;
+the `serve` command runs servers in this network for the published-port
+tests, whose clients bench.py runs on the host.
 """
 import json
 import re
@@ -48,11 +50,11 @@ def wait_first_connect(target, port, timeout):
             time.sleep(0.002)
 
 
-def run_iperf3(target, port, args, duration):
+def run_iperf3(target, port, args, duration, prefix=()):
     # The server may still be closing the previous test (seen after UDP
     # runs that overload it): "the server is busy", tried again up to 5 s.
     for attempt in range(6):
-        res = iperf3_once(target, port, args, duration)
+        res = iperf3_once(target, port, args, duration, prefix)
         if "busy" not in res.get("error", ""):
             break
         time.sleep(1)
@@ -61,8 +63,10 @@ def run_iperf3(target, port, args, duration):
     return res
 
 
-def iperf3_once(target, port, args, duration):
-    cmd = ["iperf3", "-c", target, "-p", str(port), "--json",
+def iperf3_once(target, port, args, duration, prefix=()):
+    """One iperf3 client run (prefix: how to run it, e.g. in another
+    namespace: the published-port tests run the client on the host)."""
+    cmd = list(prefix) + ["iperf3", "-c", target, "-p", str(port), "--json",
            "-t", str(duration)] + args
     p = subprocess.run(cmd, capture_output=True, text=True,
                        timeout=duration + 30)
@@ -102,9 +106,9 @@ def iperf3_once(target, port, args, duration):
     return res
 
 
-def udp_rr(target, port, tool, count, size, limit):
+def udp_rr(target, port, tool, count, size, limit, prefix=()):
     """The C ping-pong client (rknp-udp-rr): one datagram outstanding."""
-    cmd = [tool, "client", target, str(port), "--size", str(size),
+    cmd = list(prefix) + [tool, "client", target, str(port), "--size", str(size),
            "--count", str(count), "--seconds", str(limit)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 30)
     try:
@@ -140,6 +144,20 @@ def udp_flood(target, port, tool, role, length, duration):
     if p.returncode != 0 or not res:
         return {"error": "rknp-udp-flood rc=%d: %s" % (p.returncode, p.stderr[-300:])}
     return res
+
+
+def serve(servers, iperf_port, udp_port, tool):
+    """The servers of the published-port tests, in this network: iperf3
+    on iperf_port and, if tool names rknp-udp-rr, its echo server on
+    udp_port (both on every address); they run until the agent quits."""
+    servers.append(subprocess.Popen(["iperf3", "-s", "-p", str(iperf_port)],
+                                    stdout=subprocess.DEVNULL))
+    if tool:
+        servers.append(subprocess.Popen([tool, "server", "0.0.0.0", str(udp_port)],
+                                        stdout=subprocess.DEVNULL))
+    time.sleep(0.5)
+    dead = [p.args[0] for p in servers if p.poll() is not None]
+    return {"error": "%s exited" % " and ".join(dead)} if dead else {"serving": True}
 
 
 def recv_exact(sock, n):
@@ -273,7 +291,16 @@ def main():
         emit({"error": "no connection to %s:%d: %s" % (target, echo_port, e)})
         return 1
     emit({"ready": ready})
-    idle = []
+    idle, servers = [], []
+    try:
+        return serve_commands(target, echo_port, iperf_port, idle, servers)
+    finally:
+        for p in servers:
+            p.terminate()
+
+
+def serve_commands(target, echo_port, iperf_port, idle, servers):
+    """Answers bench.py's commands until quit or the end of input."""
     for line in sys.stdin:
         cmd = json.loads(line)
         op = cmd["op"]
@@ -300,6 +327,8 @@ def main():
                 res = open_idle(target, echo_port, cmd["count"], idle)
             elif op == "close_idle":
                 res = close_idle(idle)
+            elif op == "serve":
+                res = serve(servers, cmd["iperf_port"], cmd["udp_port"], cmd.get("tool"))
             else:
                 res = {"error": "unknown op " + op}
         except Exception as e:  # report, keep serving

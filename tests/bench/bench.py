@@ -49,9 +49,10 @@ def parse_args(argv):
                     help="passed as --slirp4netns-binary for rknp-slirp4netns")
     ap.add_argument("--harness", default=os.path.join(ROOT, "build/bin/rknp-harness"),
                     help="used for the plugin if rootlesskit lacks --net=plugin")
-    ap.add_argument("--scenario", choices=("all", "tcp", "udp"), default="all",
+    ap.add_argument("--scenario", choices=("all", "tcp", "udp", "publish"), default="all",
                     help="tests to run: all (default), tcp (everything but the"
-                    " UDP steps and UDP latency), udp (only those)")
+                    " UDP steps and UDP latency), udp (only those), publish"
+                    " (only the published-port tests of targets that publish)")
     ap.add_argument("--udp-only", dest="scenario", action="store_const",
                     const="udp", help="same as --scenario udp")
     ap.add_argument("--udp-rr", default=os.path.join(ROOT, "build/bin/rknp-udp-rr"),

@@ -12,11 +12,15 @@
 # 40 ms RTT, no loss, a 1500-MTU link, joined to the world's namespace):
 # TCP download and upload, 64 B ping-pong, new connections/s, ping-pong
 # with 4000 idle connections, stack CPU per GB (pasta's process), peak
-# RSS. Every run is listed; the ratios are to podman-real. bench.py's
+# RSS; and a published port (`podman run -p`, not the -wan twins): iperf3
+# both ways from the world's loopback and from the test host (a
+# non-loopback client), 64 B UDP request/response through a published UDP
+# port. Every run is listed; the ratios are to podman-real. bench.py's
 # options pass through (default here: --scenario tcp, the MTUs 1500 and
-# 65520, 3 repeats).
+# 65520, 3 repeats; --scenario publish: the published-port tests only).
 #
 #   sudo tests/bench/podman.sh [--quick] [--repeat N] [--duration S] [--mtu N]...
+#        [--scenario publish]
 #   env: BUILD_DIR (default build-sid/), SID_TREE, SID_TIMEOUT (default
 #   3600 s), BENCH_PODMAN_RTT_MS (default 40; 0: no WAN targets)
 #
@@ -34,6 +38,11 @@ WAN_DELAY_LINE=$BUILD_DIR/bin/rknp-delay-line
 . "$SID_REPO/tests/lib/wan_bed.sh"
 "$SID_DIR/tree.sh" >/dev/null
 sid_install_rknp
+# The published-port tests' UDP request/response tool, in the tree (the
+# host's end) and mounted into the containers (their end).
+if [ -x "$BUILD_DIR/bin/rknp-udp-rr" ]; then
+    install -D -m 0755 "$BUILD_DIR/bin/rknp-udp-rr" "$SID_TREE/usr/local/bin/rknp-udp-rr"
+fi
 RESULTS=$SID_REPO/tests/bench/results/podman-$(date +%Y-%m-%d_%H%M%S)
 mkdir -p "$RESULTS"
 chmod 0755 "$RESULTS"

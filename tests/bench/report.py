@@ -41,6 +41,28 @@ def _udp_rows():
     return rows
 
 
+def _publish_rows():
+    """The published-port tests (Podman's `run -p`): rate and stack CPU
+    per GB each way from each client, then UDP request/response."""
+    rows = []
+    for where, who in (("lo", "loopback client"), ("remote", "veth client")):
+        for way, label in (("up", "%s→container" % who), ("down", "container→%s" % who)):
+            name = "pub_%s_%s" % (where, way)
+            rows.append((name, "Published port, %s (Gbit/s)" % label, "up", _gbps(name)))
+    for where, who in (("lo", "loopback client"), ("remote", "veth client")):
+        for way, label in (("up", "%s→container" % who), ("down", "container→%s" % who)):
+            name = "pub_%s_%s" % (where, way)
+            rows.append(("cpu_" + name, "Stack CPU per GB, published port, %s (s)" % label,
+                         "down", _cpu_per_gb(name)))
+    for where, who in (("lo", "loopback client"), ("remote", "veth client")):
+        name = "pub_udp_rr_" + where
+        for q in ("p50", "p99"):
+            rows.append(("%s_%s" % (name, q), "Published UDP port, %s, 64 B "
+                         "request/response %s (µs)" % (who, q), "down",
+                         lambda s, n=name, k=q + "_us": _t(s, n, k)))
+    return rows
+
+
 def _rss(roles):
     def f(s):
         r = s.get("rss_kib") or {}
@@ -87,6 +109,7 @@ METRICS = [
      _cpu_per_gb("udp_c2h_1g")),
     ("cpu_udp_h2c", "Stack CPU per GB, UDP host→child at 1 Gbit/s (s)", "down",
      _cpu_per_gb("udp_h2c_1g")),
+] + _publish_rows() + [
     ("rss_stack", "Peak RSS, stack process (MiB)", "down", _stack_rss),
     ("rss_total", "Peak RSS, rootlesskit parent + helper (MiB)", "down",
      _rss(("parent", "helper"))),
@@ -98,7 +121,9 @@ ONE_LINE = ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h", "udp_loss",
             "udp_c2h_1g_loss", "udp_c2h_10g", "udp_h2c_1g_loss", "udp_h2c_10g",
             "udp_flood_c2h", "udp_flood_h2c",
             "rr_p50", "rr_p99", "udp_rr_p50", "udp_rr_p99", "conn",
-            "rr_idle_p50", "rr_idle_p99")
+            "rr_idle_p50", "rr_idle_p99", "pub_lo_up", "pub_lo_down",
+            "pub_remote_up", "pub_remote_down", "pub_udp_rr_lo_p50",
+            "pub_udp_rr_remote_p50")
 # The charts: file name -> series (METRICS keys), one bar group per driver.
 CHARTS = {"throughput.png": ("tcp_c2h", "tcp_h2c", "tcp_c2h_p4", "udp_c2h"),
           "udp.png": tuple("udp_%s_%dg" % (d, r) for d in ("c2h", "h2c")

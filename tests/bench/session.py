@@ -14,8 +14,8 @@ import subprocess
 import time
 
 import procs
-from agent import flood_result
-from targets import PY
+from agent import flood_result, run_iperf3, udp_rr
+from targets import PUB_TCP_PORT, PUB_UDP_PORT, PY
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "@@BENCH "
@@ -65,10 +65,32 @@ def udp_tests(mtu, opts):
     return t
 
 
+def publish_tests(opts):
+    """The published-port tests (targets with publish: Podman's `run
+    -p`): the agent serves iperf3 and rknp-udp-rr in the container, the
+    clients run on the host, from its loopback (lo) and from the test host
+    a veth away (remote: a non-loopback client), both ways (up: client to
+    container; down: container to client, iperf3 -R), then 64 B UDP
+    request/response through a published UDP port."""
+    t = []
+    for where in ("lo", "remote"):
+        for way, extra in (("up", []), ("down", ["-R"])):
+            t.append(("pub_%s_%s" % (where, way),
+                      {"op": "host_iperf3", "where": where, "args": extra,
+                       "duration": opts.duration}))
+        t.append(("pub_udp_rr_" + where,
+                  {"op": "host_udp_rr", "where": where, "size": 64, "limit": 3,
+                   "count": 500 if opts.quick else 3000}))
+    return t
+
+
 def tests_for(mtu, opts):
-    """(name, agent command) of every test this session runs."""
+    """(name, agent command) of every test this session runs; host_* are
+    run by the session itself (published ports), the rest by the agent."""
     if opts.scenario == "udp":
         return udp_tests(mtu, opts)
+    if opts.scenario == "publish":
+        return publish_tests(opts)
     d = opts.duration
     t = [("tcp_c2h", {"op": "iperf3", "args": [], "duration": d}),
          ("tcp_h2c", {"op": "iperf3", "args": ["-R"], "duration": d})]
@@ -86,7 +108,7 @@ def tests_for(mtu, opts):
     t.append(("rr_idle", {"op": "pingpong", "count": 500 if opts.quick else 3000,
                           "size": 64, "limit": 3}))
     t.append(("idle_close", {"op": "close_idle"}))
-    return t
+    return t + publish_tests(opts)
 
 
 class Agent:
@@ -189,6 +211,30 @@ def flood_merge(agent_res, host_out):
     return res
 
 
+def start_published(agent, target, tests, opts):
+    """The container's servers of the published-port tests, if any of
+    them runs: None if they are up, else why not."""
+    if not any(cmd["op"].startswith("host_") for _, cmd in tests):
+        return None
+    tool = opts.udp_rr if os.access(opts.udp_rr, os.X_OK) else None
+    res = agent.ask({"op": "serve", "iperf_port": PUB_TCP_PORT,
+                     "udp_port": PUB_UDP_PORT, "tool": tool}, 30)
+    return res.get("error")
+
+
+def host_test(target, cmd, opts):
+    """A published-port test's client, run here (the host's loopback) or
+    on the test host (target.publish says how and where it dials)."""
+    prefix, addr = target.publish[cmd["where"]]
+    tcp_port, udp_port = target.publish_ports
+    if cmd["op"] == "host_iperf3":
+        return run_iperf3(addr, tcp_port, cmd["args"], cmd["duration"], prefix)
+    if not os.access(opts.udp_rr, os.X_OK):
+        return {"error": "no rknp-udp-rr at %s (build it)" % opts.udp_rr}
+    return udp_rr(addr, udp_port, opts.udp_rr, cmd["count"], cmd["size"],
+                  cmd["limit"], prefix)
+
+
 def stack_usage(pids):
     out = {}
     for role, pid in pids.items():
@@ -251,6 +297,11 @@ def run_session(target, mtu, opts, log):
     """Returns {"startup_s", "tests": {name: result}, "rss_kib", "pids"}."""
     iperf_port, echo_port = free_port(), free_port()
     udp_port = free_port(socket.SOCK_DGRAM)
+    if target.publish:  # the host's ports, published at the agent's start
+        target.publish_ports = (free_port(), free_port(socket.SOCK_DGRAM))
+    tests = [(n, c) for n, c in tests_for(mtu, opts)
+             if n not in target.skip_tests and
+             (target.publish or not c["op"].startswith("host_"))]
     target.setup(mtu)
     servers = start_servers(target, iperf_port, echo_port, log,
                             udp_rr=opts.udp_rr if opts.scenario != "tcp" else None,
@@ -273,8 +324,10 @@ def run_session(target, mtu, opts, log):
             pids = procs.find_stack(agent.p.pid, opts.uid, target.helpers,
                                     target.parent_name)
         rec["pids"] = pids
-        for name, cmd in tests_for(mtu, opts):
-            if name in target.skip_tests:
+        not_served = start_published(agent, target, tests, opts)
+        for name, cmd in tests:
+            if not_served and cmd["op"].startswith("host_"):
+                rec["tests"][name] = {"error": "published-port servers: " + not_served}
                 continue
             if name == "rr_idle" and "error" in rec["tests"].get("idle_open", {}):
                 rec["tests"][name] = {"error": "idle connections not opened"}
@@ -298,7 +351,8 @@ def run_session(target, mtu, opts, log):
                     continue
             before = stack_usage(pids)
             try:
-                res = agent.ask(cmd, opts.duration + 60)
+                res = (host_test(target, cmd, opts) if cmd["op"].startswith("host_")
+                       else agent.ask(cmd, opts.duration + 60))
             finally:
                 out = host_flood_output(flood) if flood is not None else ""
             if flood is not None:

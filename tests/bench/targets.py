@@ -45,6 +45,9 @@ HELPERS = {"slirp4netns": ("slirp4netns",),
 # Rootless Podman's `--network pasta` with the real pasta or rknp-pasta.
 PODMAN_TARGETS = ("podman-real", "podman-rknp", "podman-real-wan", "podman-rknp-wan")
 
+# The container's ports behind the published-port tests' `podman run -p`.
+PUB_TCP_PORT, PUB_UDP_PORT = 5201, 7007
+
 VETH_NS = ("rknpb-a", "rknpb-b")
 VETH_IP = ("10.199.0.1", "10.199.0.2")
 
@@ -58,6 +61,11 @@ class Target:
     parent_name = None          # process whose CPU/RSS is the stack's
     helpers = ()
     skip_tests = ()             # session tests this target leaves out
+    # Published-port tests: {"lo"|"remote": (client prefix, address it
+    # dials)}, None without them; publish_ports = (TCP, UDP) host ports,
+    # set by the session before wrap.
+    publish = None
+    publish_ports = None
 
     def __init__(self, name):
         self.name = name
@@ -180,7 +188,10 @@ class PodmanPasta(Target):
     containers.conf's helper_binaries_dir. The servers run on the sid
     world's test host (a veth away, also the world's gateway, which pasta
     copies into the container). The -wan twins' servers run on the WAN
-    bed's test host (40 ms away), reached through that gateway. podman_env:
+    bed's test host (40 ms away), reached through that gateway. With
+    BENCH_PODMAN_WORLD (the host's address on the veth), the container
+    publishes ports for the published-port tests (not the -wan twins).
+    podman_env:
     BENCH_PODMAN_* as tests/bench/podman_inside.sh exports them."""
 
     def __init__(self, name, podman_env):
@@ -193,18 +204,29 @@ class PodmanPasta(Target):
         self.gateway = podman_env["BENCH_PODMAN_REMOTE"]
         if where == "WAN":  # 4000 connections 40 ms away outlast the agent's bound
             self.skip_tests = ("idle_open", "rr_idle", "idle_close")
+        elif "BENCH_PODMAN_WORLD" in podman_env:
+            # Clients of the published ports: on the host's loopback, and
+            # on the test host dialing the host's address on their veth.
+            self.publish = {"lo": ((), "127.0.0.1"),
+                            "remote": (self.server_prefix, podman_env["BENCH_PODMAN_WORLD"])}
         self.helpers = HELPERS["pasta"] + ("rknp-pasta",)
 
     def wrap(self, user, mtu, agent_argv):
         e = self.env
         home = e["BENCH_PODMAN_HOME"]
+        pub = []
+        if self.publish:
+            pub = ["-p", "%d:%d" % (self.publish_ports[0], PUB_TCP_PORT),
+                   "-p", "%d:%d/udp" % (self.publish_ports[1], PUB_UDP_PORT)]
+            if e.get("BENCH_PODMAN_UDP_RR"):  # the container's rknp-udp-rr server
+                pub += ["-v", "%s:%s:ro" % (e["BENCH_PODMAN_UDP_RR"], e["BENCH_PODMAN_UDP_RR"])]
         return (["setpriv", "--reuid=" + user, "--regid=" + user, "--init-groups",
                  "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
                  "XDG_RUNTIME_DIR=" + e["BENCH_PODMAN_RUNTIME_DIR"], "LANG=C.UTF-8",
                  "CONTAINERS_CONF_OVERRIDE=%s/engine-%s.conf" % (home, self.engine),
                  "podman", "run", "-i", "--rm", "--network", "pasta:--mtu,%d" % mtu,
-                 "-v", "%s:%s:ro" % (e["BENCH_PODMAN_TESTS"], e["BENCH_PODMAN_TESTS"]),
-                 e["BENCH_PODMAN_IMAGE"]] + agent_argv)
+                 "-v", "%s:%s:ro" % (e["BENCH_PODMAN_TESTS"], e["BENCH_PODMAN_TESTS"])] +
+                pub + [e["BENCH_PODMAN_IMAGE"]] + agent_argv)
 
 
 def supported_nets(rootlesskit):
