@@ -213,7 +213,8 @@ def flood_merge(agent_res, host_out):
 
 def start_published(agent, target, tests, opts):
     """The container's servers of the published-port tests, if any of
-    them runs: None if they are up, else why not."""
+    them runs: None if they are up, else why not. rknp-udp-rr is run at
+    the host's path (PodmanPasta mounts it there)."""
     if not any(cmd["op"].startswith("host_") for _, cmd in tests):
         return None
     tool = opts.udp_rr if os.access(opts.udp_rr, os.X_OK) else None
