@@ -29,7 +29,7 @@ static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_3 == 96);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_4 == 104);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_5 == 112);
 static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_6 == 160);
-static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_7 == 200);
+static_assert(sizeof(void *) != 8 || RKNP_CONFIG_SIZE_1_7 == 208);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_0 == 202);
 static_assert(sizeof(void *) != 8 || RKNP_NETWORK_SIZE_1_3 == 234);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_0 == 56);
@@ -40,6 +40,7 @@ static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_5 == 160);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_7 == 240);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
+static_assert(RKNP_FORWARD_INFO_SIZE_1_7 == 132);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_2 == 33);
 static_assert(sizeof(void *) != 8 || RKNP_API_V1_SIZE_1_0 == 144);
@@ -58,6 +59,8 @@ static_assert(offsetof(rknp_config, guest_address) == RKNP_CONFIG_SIZE_1_5);
 static_assert(offsetof(rknp_config, ipv6_network) == RKNP_CONFIG_SIZE_1_6);
 static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
 static_assert(offsetof(rknp_stats, tcp_forward_accepted) == RKNP_STATS_SIZE_1_5);
+static_assert(offsetof(rknp_forward_info, guest_address) ==
+              offsetof(rknp_forward_info, reserved_1_1) + 2);
 // ... and every struct ends on a member (its reserved block), not on tail
 // padding: the next minor starts at this header's sizeof.
 static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
@@ -65,8 +68,7 @@ static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_7);
 static_assert(sizeof(rknp_network) ==
               offsetof(rknp_network, reserved_1_3) + 2);
 static_assert(sizeof(rknp_forward) == RKNP_FORWARD_SIZE_1_1);
-static_assert(sizeof(rknp_forward_info) ==
-              offsetof(rknp_forward_info, reserved_1_1) + 2);
+static_assert(sizeof(rknp_forward_info) == RKNP_FORWARD_INFO_SIZE_1_7);
 static_assert(sizeof(rknp_child_options) ==
               offsetof(rknp_child_options, reserved_1_2) + 7);
 static_assert(sizeof(rknp_api_v1) == RKNP_API_V1_SIZE_1_1);
@@ -98,7 +100,8 @@ template <> struct Versions<rknp_forward> {
 };
 template <> struct Versions<rknp_forward_info> {
     static constexpr const char *name = "rknp_forward_info";
-    static constexpr std::array<size_t, 1> sizes{RKNP_FORWARD_INFO_SIZE_1_1};
+    static constexpr std::array<size_t, 2> sizes{RKNP_FORWARD_INFO_SIZE_1_1,
+                                                 RKNP_FORWARD_INFO_SIZE_1_7};
 };
 template <> struct Versions<rknp_child_options> {
     static constexpr const char *name = "rknp_child_options";

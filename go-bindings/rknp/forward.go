@@ -32,7 +32,7 @@ type Forward struct {
 	Protocol  Protocol
 	HostAddr  string // "" for 0.0.0.0
 	HostPort  int
-	GuestAddr string // "" for the guest
+	GuestAddr string // "" for the guest; IPv4, or IPv6 (ABI 1.7)
 	GuestPort int
 }
 
@@ -118,10 +118,16 @@ func (p *Parent) Forwards() ([]Forward, error) {
 		out := make([]Forward, 0, int(count))
 		for i := C.uint32_t(0); i < count; i++ {
 			fi := C.rknp_go_fwd_at(buf, i)
+			// guest_address (1.7) holds it in full, IPv6 too; a library
+			// before 1.7 leaves it zeroed (calloc) and fills guest_addr.
+			guest := C.GoString(&fi.guest_address[0])
+			if guest == "" {
+				guest = C.GoString(&fi.guest_addr[0])
+			}
 			out = append(out, Forward{
 				ID: uint32(fi.id), Protocol: Protocol(fi.protocol),
 				HostAddr: C.GoString(&fi.host_addr[0]), HostPort: int(fi.host_port),
-				GuestAddr: C.GoString(&fi.guest_addr[0]), GuestPort: int(fi.guest_port),
+				GuestAddr: guest, GuestPort: int(fi.guest_port),
 			})
 		}
 		C.free(unsafe.Pointer(buf))

@@ -109,9 +109,13 @@ extern "C" {
  *        map_host_loopback and network_model (pasta's address model);
  *        no new functions
  *   1.7  rknp_config.ipv6_network, ipv6_gateway, map_guest_addr6,
- *        map_host_loopback6 and disable_ipv4 (pasta's address model for
- *        IPv6, and IPv6 alone); rknp_stats' published-port counters:
- *        tcp_forward_accepted to udp_forward_full; no new functions
+ *        map_host_loopback6, dns_address6 and disable_ipv4 (pasta's
+ *        address model for IPv6, and IPv6 alone); rknp_stats'
+ *        published-port counters: tcp_forward_accepted to
+ *        udp_forward_full; rknp_forward.guest_addr outside the network (a
+ *        routed address) and IPv6; rknp_forward_info.guest_address (an
+ *        IPv6 guest_addr in full: filled for callers whose struct_size
+ *        covers it); no new functions
  */
 #define RKNP_ABI_MINOR 7
 /** rknp_abi_version() packs both: (major << 16) | minor. */
@@ -303,6 +307,16 @@ typedef struct rknp_config {
     const char *map_host_loopback6; /* with ipv6_network: an IPv6 address
                                      that reaches the host's ::1, besides
                                      the gateway; NULL: none */
+    const char *dns_address6;     /* with ipv6_network: an IPv6 address
+                                     where DNS (port 53) is forwarded to
+                                     the host's resolver (its first
+                                     nameserver), as dns_address is for
+                                     IPv4 (pasta's IPv6 --dns-forward):
+                                     its first IPv6 one (not link-local),
+                                     else its first IPv4 one; neither the
+                                     ipv6_address nor the ipv6_gateway nor
+                                     a mapped address; independent of
+                                     disable_dns; NULL: none */
     uint8_t disable_ipv4;         /* 1: the child gets no IPv4 address or
                                      route and guest IPv4 and ARP frames
                                      are dropped (pasta's -6); needs
@@ -403,7 +417,7 @@ enum {
       NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
       RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 }, NULL, NULL,  \
       NULL, NULL, NULL, RKNP_NETWORK_MODEL_SLIRP, { 0 }, NULL, NULL, NULL,  \
-      NULL, 0, { 0 } }
+      NULL, NULL, 0, { 0 } }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
@@ -625,7 +639,9 @@ enum { RKNP_PROTO_TCP = 0, RKNP_PROTO_UDP = 1 };
 /**
  * A forward from a host address and port to a guest port. Clients on the
  * host's loopback reach the guest from the gateway address; other clients
- * keep their own source address. With disable_host_loopback, libslirp drops
+ * keep their own source address. To an IPv6 guest_addr (1.7), a client
+ * without an IPv6 address the guest could answer (loopback, IPv4) comes
+ * from map_host_loopback6 where set, else from the IPv6 gateway. With disable_host_loopback, libslirp drops
  * UDP replies to loopback clients (TCP is unaffected). Later versions
  * append fields.
  */
@@ -635,14 +651,21 @@ typedef struct rknp_forward {
     const char *host_addr;  /* IPv4 or IPv6 literal; NULL: "0.0.0.0" */
     uint32_t host_port;     /* 1..65535 */
     uint32_t guest_port;    /* 1..65535 */
-    const char *guest_addr; /* IPv4 literal; NULL: the guest. In the
-                               CIDR: a guest address; outside it (since
-                               1.7; before, refused): a unicast address
-                               routed behind the guest, such as a
+    const char *guest_addr; /* IPv4 literal (or, since 1.7, IPv6 with
+                               enable_ipv6); NULL: the guest's IPv4
+                               address. In the guest's network (cidr, or
+                               the IPv6 one): a guest address; outside it
+                               (since 1.7; before, refused): a unicast
+                               address routed behind the guest, such as a
                                container on a bridge network in the
                                namespace, reached through the guest's MAC,
                                whose replies are taken for this forward's
-                               connections only */
+                               connections only. An IPv6 one is the TCP
+                               and UDP fast paths' alone: refused with
+                               RKNP_ERR_UNSUPPORTED on libslirp
+                               (tcp_path/udp_path _SLIRP), dropped with
+                               an error logged should the tap come
+                               without offloads */
 } rknp_forward;
 
 #define RKNP_FORWARD_SIZE_1_1 \
@@ -689,10 +712,17 @@ typedef struct rknp_forward_info {
     char guest_addr[16];
     char reserved_1_1[2];   /* the 1.1 header's tail padding, named in 1.4;
                                never a field */
+    /* 1.7 */
+    char guest_address[46]; /* the guest address in full, IPv4 or IPv6
+                               (guest_addr holds an IPv4 one only and is
+                               "" for an IPv6 one) */
+    char reserved_1_7[2];   /* 0; never a field (layout rule) */
 } rknp_forward_info;
 
 #define RKNP_FORWARD_INFO_SIZE_1_1 \
     (offsetof(rknp_forward_info, guest_addr) + 16)
+#define RKNP_FORWARD_INFO_SIZE_1_7 \
+    (offsetof(rknp_forward_info, reserved_1_7) + 2)
 
 /**
  * Copies up to capacity active forwards (ordered by id) into out, an array

@@ -108,7 +108,8 @@ void apply_ipv6(const rknp_config &c, ParentConfig &p) {
         for (const auto &[field, text] :
              {std::pair{"ipv6_gateway", c.ipv6_gateway},
               std::pair{"map_guest_addr6", c.map_guest_addr6},
-              std::pair{"map_host_loopback6", c.map_host_loopback6}})
+              std::pair{"map_host_loopback6", c.map_host_loopback6},
+              std::pair{"dns_address6", c.dns_address6}})
             if (text != nullptr) invalid(field, text, "needs ipv6_network");
         if (c.ipv6_address == nullptr) return;
         if (!p.ipv6) invalid("ipv6_address", c.ipv6_address, "IPv6 is not enabled");
@@ -166,6 +167,13 @@ void apply_ipv6(const rknp_config &c, ParentConfig &p) {
     h.map_loopback = mapped("map_host_loopback6", c.map_host_loopback6);
     if (h.map_guest && h.map_loopback && same_ipv6(*h.map_guest, *h.map_loopback))
         invalid("map_host_loopback6", c.map_host_loopback6, "the map_guest_addr6");
+    // DNS to it goes to the host's resolver, as dns_address for IPv4; its
+    // own switch (disable_dns is libslirp's and dns_address's).
+    h.dns = mapped("dns_address6", c.dns_address6);
+    for (const auto &[m, field] : {std::pair{h.map_guest, "map_guest_addr6"},
+                                   std::pair{h.map_loopback, "map_host_loopback6"}})
+        if (h.dns && m && same_ipv6(*h.dns, *m))
+            invalid("dns_address6", c.dns_address6, std::string("the ") + field);
     p.ipv6_address = guest;
     p.ipv6_host = h;
 }

@@ -51,6 +51,7 @@ struct Ipv6HostNetwork {
     in6_addr gateway{}; // in prefix, or link-local
     std::optional<in6_addr> map_guest;    // -> the host at the guest's address
     std::optional<in6_addr> map_loopback; // -> the host's ::1
+    std::optional<in6_addr> dns; // DNS to it -> the host's resolver (1.7)
 };
 
 struct ParentConfig {

@@ -6,6 +6,8 @@
 // forwarder.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -18,5 +20,13 @@ std::optional<uint32_t> first_nameserver4(std::string_view resolv_conf);
 
 // The same, read from path (nullopt when it cannot be read).
 std::optional<uint32_t> host_nameserver4(const char *path = "/etc/resolv.conf");
+
+// Where DNS to an IPv6 forwarder address goes (pasta's IPv6 --dns-forward):
+// the first "nameserver" line with a unicast IPv6 address, ::1 too (a
+// link-local one names no interface here), else the first IPv4 one as
+// ::ffff:a.b.c.d
+// (an IPv6 socket reaches it), else nullopt.
+std::optional<in6_addr> first_nameserver6(std::string_view resolv_conf);
+std::optional<in6_addr> host_nameserver6(const char *path = "/etc/resolv.conf");
 
 } // namespace rknp

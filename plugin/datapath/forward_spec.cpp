@@ -11,7 +11,39 @@
 
 namespace rknp {
 
-ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
+namespace {
+
+// An IPv6 guest_addr: in the guest's IPv6 network a guest address (not
+// one the network answers for itself), outside it an address routed
+// behind the guest, as for IPv4.
+void check_guest6(ForwardSpec &s, const char *text, const GuestNet6 *net6) {
+    auto refuse = [text](const std::string &why) {
+        throw_invalid("invalid guest_addr \"" + std::string(text) + "\": " + why);
+    };
+    if (net6 == nullptr) refuse("IPv6 is not enabled");
+    s.guest_v6 = true;
+    s.guest6 = parse_ipv6("guest_addr", text);
+    const std::string net = format_ipv6(net6->prefix.network) + "/" +
+                            std::to_string(net6->prefix.len);
+    const char *what = nullptr;
+    if (!is_global_unicast6(s.guest6)) what = "not a global unicast address";
+    else if (net6->dns && same_ipv6(s.guest6, *net6->dns)) what = "the DNS forwarder";
+    else if (same_ipv6(s.guest6, net6->gateway)) what = "the gateway";
+    if (!net6->prefix.contains(s.guest6)) {
+        // Routed behind the guest, as for IPv4: never what the paths
+        // answer for themselves or no guest could answer from.
+        s.routed = true;
+        if (what) refuse("outside " + net + ", so routed behind the guest, but " + what);
+        return;
+    }
+    if (!what && same_ipv6(s.guest6, net6->prefix.network)) what = "the network address";
+    if (what) refuse(std::string(what) + " of " + net + ", not a guest");
+}
+
+} // namespace
+
+ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net,
+                                const GuestNet6 *net6) {
     ForwardSpec s;
     if (f.protocol != RKNP_PROTO_TCP && f.protocol != RKNP_PROTO_UDP)
         throw_invalid("invalid protocol \"" + std::to_string(f.protocol) +
@@ -28,7 +60,9 @@ ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
     } else {
         s.host4 = parse_ipv4("host_addr", host);
     }
-    if (f.guest_addr != nullptr) {
+    if (f.guest_addr != nullptr && std::strchr(f.guest_addr, ':') != nullptr) {
+        check_guest6(s, f.guest_addr, net6);
+    } else if (f.guest_addr != nullptr) {
         s.guest = parse_ipv4("guest_addr", f.guest_addr);
         const uint32_t broadcast = net.network | ~net.netmask();
         const char *what = nullptr;
@@ -66,6 +100,22 @@ ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net) {
 
 std::string ForwardSpec::host_string() const {
     return host_v6 ? format_ipv6(host6) : format_ipv4(host4);
+}
+
+std::string ForwardSpec::guest_string() const {
+    return guest_v6 ? format_ipv6(guest6) : format_ipv4(guest);
+}
+
+void ForwardSpec::guest_bytes(uint8_t out[16]) const {
+    if (guest_v6) {
+        std::memcpy(out, guest6.s6_addr, 16);
+        return;
+    }
+    // ::ffff:a.b.c.d, as the paths key IPv4 flows.
+    std::memset(out, 0, 10);
+    out[10] = out[11] = 0xff;
+    const uint32_t n = htonl(guest);
+    std::memcpy(out + 12, &n, 4);
 }
 
 std::string ForwardSpec::host_side() const {

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/addr.hpp"
@@ -18,13 +19,23 @@
 
 namespace rknp {
 
+// The guest's IPv6 network as a forward's IPv6 guest_addr is checked
+// against: libslirp's fd00::/64 or pasta's model's (ipv6_network).
+struct GuestNet6 {
+    Ipv6Prefix prefix;
+    in6_addr gateway{};
+    std::optional<in6_addr> dns; // a DNS forwarder, where there is one
+};
+
 struct ForwardSpec {
     bool udp = false;
     bool host_v6 = false;
     in6_addr host6{};      // when host_v6
     uint32_t host4 = 0;    // host byte order, when !host_v6
     uint16_t host_port = 0;
-    uint32_t guest = 0;    // host byte order
+    uint32_t guest = 0;    // host byte order, when !guest_v6
+    bool guest_v6 = false; // an IPv6 guest end (1.7)
+    in6_addr guest6{};     // when guest_v6
     uint16_t guest_port = 0;
     // guest lies outside the guest's network: an address routed behind
     // it (a container on a bridge network in the namespace). Frames go to
@@ -32,9 +43,15 @@ struct ForwardSpec {
     // forward's flows only (Path::routed_frame).
     bool routed = false;
 
-    // Validates f against the guest network; throws Error naming the field.
-    static ForwardSpec from_c(const rknp_forward &f, const Ipv4Cidr &net);
+    // Validates f against the guest networks (net6: the guest's IPv6
+    // network, nullptr without IPv6); throws Error naming the field.
+    static ForwardSpec from_c(const rknp_forward &f, const Ipv4Cidr &net,
+                              const GuestNet6 *net6 = nullptr);
     std::string host_string() const;
+    // The guest end: "10.0.2.100" or "fd00::100".
+    std::string guest_string() const;
+    // The guest end as the paths key flows: IPv4-mapped or IPv6.
+    void guest_bytes(uint8_t out[16]) const;
     // "tcp 127.0.0.1:8080": the host side, for messages.
     std::string host_side() const;
     bool same_host_side(const ForwardSpec &o) const;
@@ -57,11 +74,13 @@ struct ForwardSpec {
 
 // The Path interface's forwards for a path whose own take the host side as
 // a socket address (the TCP and UDP fast paths): path.add_forward(host,
-// host_len, guest4, guest_port) returns 0 or an errno, path.remove_forward(
+// host_len, guest[16], guest_v6, guest_port) returns 0 or an errno, path.remove_forward(
 // host, host_len) whether it had one.
 template <class P> void add_socket_forward(P &path, const ForwardSpec &f) {
     const ForwardSpec::HostAddress h = f.host_address();
-    f.check_added(path.add_forward(h.get(), h.len, f.guest, f.guest_port));
+    uint8_t guest[16];
+    f.guest_bytes(guest);
+    f.check_added(path.add_forward(h.get(), h.len, guest, f.guest_v6, f.guest_port));
 }
 template <class P> void remove_socket_forward(P &path, const ForwardSpec &f) {
     const ForwardSpec::HostAddress h = f.host_address();

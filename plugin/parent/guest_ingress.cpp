@@ -21,12 +21,18 @@ bool is_ipv6_frame(std::span<const uint8_t> frame) {
 }
 
 // What a reply from an address routed behind the guest may be: a whole
-// IPv4 TCP segment or UDP datagram (forwards to such addresses are IPv4
-// and carry nothing else; a fragment never reaches a path from there).
+// IPv4 or IPv6 TCP segment or UDP datagram (forwards to such addresses
+// carry nothing else; a fragment never reaches a path from there, nor an
+// IPv6 extension header).
 bool routed_candidate(std::span<const uint8_t> frame) {
     constexpr size_t kEth = 14;
-    if (frame.size() < kEth + 20 || frame[12] != 0x08 || frame[13] != 0x00) return false;
     const uint8_t *ip = frame.data() + kEth;
+    if (is_ipv6_frame(frame)) {
+        if (frame.size() < kEth + 40) return false;
+        const uint8_t next = ip[6];
+        return (ip[0] >> 4) == 6 && (next == 6 || next == 17);
+    }
+    if (frame.size() < kEth + 20 || frame[12] != 0x08 || frame[13] != 0x00) return false;
     const uint8_t proto = ip[9];
     return (ip[0] >> 4) == 4 && (proto == 6 || proto == 17) && !is_ip_fragment(frame);
 }

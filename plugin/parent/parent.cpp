@@ -38,6 +38,23 @@ std::unique_ptr<LogQueue> log_queue_for(const Logger &l) {
     return std::make_unique<LogQueue>(l.fn(), l.user());
 }
 
+// The guest's IPv6 network a forward's IPv6 guest_addr is checked
+// against: pasta's model's, or libslirp's fd00::/64; none without IPv6.
+std::optional<GuestNet6> guest_net6(const ParentConfig &cfg) {
+    if (!cfg.ipv6) return std::nullopt;
+    GuestNet6 n;
+    if (cfg.ipv6_host) {
+        n.prefix = cfg.ipv6_host->prefix;
+        n.gateway = cfg.ipv6_host->gateway;
+        n.dns = cfg.ipv6_host->dns;
+        return n;
+    }
+    n.prefix = Ipv6Prefix{parse_ipv6("ipv6 prefix", kIpv6Prefix), kIpv6PrefixLen};
+    n.gateway = parse_ipv6("ipv6 gateway", kIpv6Gateway);
+    if (!cfg.disable_dns) n.dns = parse_ipv6("ipv6 dns", kIpv6Dns);
+    return n;
+}
+
 } // namespace
 
 Parent::Parent(ParentConfig cfg, std::function<void()> before_stack_thread)
@@ -272,7 +289,8 @@ void Parent::on_stack(const std::function<void(StackLoop &)> &fn) {
 }
 
 uint32_t Parent::add_forward(const rknp_forward &f) {
-    ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr);
+    const std::optional<GuestNet6> net6 = guest_net6(cfg_);
+    ForwardSpec spec = ForwardSpec::from_c(f, cfg_.cidr, net6 ? &*net6 : nullptr);
     uint32_t id = 0;
     const char *path = nullptr;
     {
@@ -287,7 +305,7 @@ uint32_t Parent::add_forward(const rknp_forward &f) {
     // Logged once fwd_mu_ is released: the callback runs on this thread and
     // may list, add or remove forwards itself (rknp.h, rknp_log_fn).
     cfg_.logger.info("forward " + std::to_string(id) + ": " + spec.host_side() +
-                     " -> " + format_ipv4(spec.guest) + ":" +
+                     " -> " + spec.guest_string() + ":" +
                      std::to_string(spec.guest_port) + " (" + path + ")");
     return id;
 }

@@ -49,7 +49,8 @@ VirtualNet virtual_net(const ParentConfig &cfg) {
         f.prefix6 = cfg.ipv6_host->prefix.network;
         f.prefix6_len = cfg.ipv6_host->prefix.len;
         f.gateway6 = cfg.ipv6_host->gateway;
-        f.dns6 = in6addr_any; // no IPv6 DNS forwarder (libslirp's IPv6 is off)
+        // libslirp's IPv6 is off: the caller's IPv6 DNS forwarder, if any.
+        f.dns6 = cfg.ipv6_host->dns.value_or(in6addr_any);
         f.guest6 = *cfg.ipv6_address;
         f.map_guest6 = cfg.ipv6_host->map_guest;
         f.map_loopback6 = cfg.ipv6_host->map_loopback;
@@ -59,6 +60,7 @@ VirtualNet virtual_net(const ParentConfig &cfg) {
     f.guest4 = cfg.cidr.guest();
     f.dns = !cfg.disable_dns;
     if (cfg.host_network && f.dns) f.resolver4 = host_nameserver4();
+    if (cfg.ipv6_host && cfg.ipv6_host->dns) f.resolver6 = host_nameserver6();
     f.map_guest4 = cfg.map_guest_addr;
     f.map_loopback4 = cfg.map_host_loopback;
     f.outbound_addr = cfg.outbound_addr;
@@ -120,6 +122,10 @@ StackLoop::StackLoop(const ParentConfig &cfg, handover::Server handover,
         if (!cfg_.disable_dns && !net_.resolver4)
             cfg_.logger.warn("no IPv4 nameserver in /etc/resolv.conf: DNS to " +
                              format_ipv4(cfg_.cidr.dns()) + " is refused");
+    }
+    if (cfg_.ipv6_host && cfg_.ipv6_host->dns && !net_.resolver6) {
+        cfg_.logger.warn("no nameserver in /etc/resolv.conf: DNS to " +
+                         format_ipv6(*cfg_.ipv6_host->dns) + " is refused");
     }
     if (loop_events_.add(wake_fd, EPOLLIN, kWakeRef) < 0) throw_errno("stack loop: epoll_ctl");
     // The sets paths keep of their own (libslirp's) are waited on too.

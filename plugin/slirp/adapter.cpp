@@ -284,6 +284,14 @@ void SlirpAdapter::after_wait(bool ready, bool wait_failed) {
 }
 
 void SlirpAdapter::add_forward(const ForwardSpec &f) {
+    // libslirp's forwards take the client's family to the guest: an IPv6
+    // guest end is the fast paths' alone.
+    if (f.guest_v6)
+        throw Error(RKNP_ERR_UNSUPPORTED,
+                    "forward " + f.host_side() + " to " + f.guest_string() +
+                    ": an IPv6 guest address needs the " +
+                    (f.udp ? "UDP" : "TCP") +
+                    " fast path (with offloads), not libslirp");
     ForwardSpec::HostAddress h = f.host_address();
     sockaddr_in g{};
     g.sin_family = AF_INET;

@@ -54,10 +54,11 @@ bool port_taken(int type, uint16_t port) {
 struct Running {
     TempDir dir;
     rknp_parent *p = nullptr;
-    explicit Running(uint8_t tcp_path = RKNP_TCP_PATH_DEFAULT) {
+    explicit Running(uint8_t tcp_path = RKNP_TCP_PATH_DEFAULT, bool ipv6 = false) {
         rknp_config cfg;
         rknp_config_init(&cfg, sizeof cfg);
         cfg.tcp_path = tcp_path;
+        cfg.enable_ipv6 = ipv6;
         REQUIRE(rknp_parent_new(&cfg, &p, nullptr) == RKNP_OK);
         REQUIRE(rknp_parent_start(p, dir.path().c_str(), 12345, nullptr) ==
                 RKNP_OK);
@@ -146,6 +147,75 @@ TEST_CASE("IPv6 host addresses forward to the IPv4 guest") {
     REQUIRE(rknp_parent_list_forwards(r.p, &info, 1, &count, nullptr) == RKNP_OK);
     CHECK(std::string(info.host_addr) == "::1");
     CHECK(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_OK);
+}
+
+TEST_CASE("1.7: an IPv6 guest_addr, listed in full in guest_address") {
+    Running r(RKNP_TCP_PATH_FAST, true);
+    uint16_t tport = free_port(), uport = free_port();
+    auto t = tcp(tport, 80, "::1");
+    t.guest_addr = "fd00:aaaa::0002"; // routed behind the guest (a bridge)
+    auto u = tcp(uport, 53, "127.0.0.1");
+    u.protocol = RKNP_PROTO_UDP;
+    u.guest_addr = "fd00::100"; // the guest's own IPv6 address
+    uint32_t tid = 0, uid = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &t, &tid, nullptr) == RKNP_OK);
+    REQUIRE(rknp_parent_add_forward(r.p, &u, &uid, nullptr) == RKNP_OK);
+    rknp_forward_info list[2];
+    for (auto &i : list) i.struct_size = sizeof i;
+    uint32_t count = 0;
+    REQUIRE(rknp_parent_list_forwards(r.p, list, 2, &count, nullptr) == RKNP_OK);
+    REQUIRE(count == 2);
+    CHECK(std::string(list[0].guest_addr).empty()); // 16 bytes: never a cut address
+    CHECK(std::string(list[0].guest_address) == "fd00:aaaa::2");
+    CHECK(std::string(list[1].guest_address) == "fd00::100");
+    CHECK(list[0].reserved_1_7[0] == 0);
+    // An IPv4 one in both.
+    auto v4 = tcp(free_port(), 80);
+    uint32_t vid = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &v4, &vid, nullptr) == RKNP_OK);
+    rknp_forward_info three[3];
+    for (auto &i : three) i.struct_size = sizeof i;
+    REQUIRE(rknp_parent_list_forwards(r.p, three, 3, &count, nullptr) == RKNP_OK);
+    CHECK(std::string(three[2].guest_addr) == "10.0.2.100");
+    CHECK(std::string(three[2].guest_address) == "10.0.2.100");
+    // A 1.1 caller's element: guest_addr "" and nothing past its size.
+    const uint32_t stride = 84; // sizeof in the 1.1 header on LP64
+    std::vector<unsigned char> out(stride + 64, 0xA5);
+    std::memcpy(out.data(), &stride, sizeof stride);
+    REQUIRE(rknp_parent_list_forwards(r.p, reinterpret_cast<rknp_forward_info *>(out.data()), 1,
+                                      &count, nullptr) == RKNP_OK);
+    const auto *old = reinterpret_cast<const rknp_forward_info *>(out.data());
+    CHECK(old->guest_addr[0] == '\0');
+    CHECK(old->host_port == tport);
+    for (size_t i = stride; i < out.size(); ++i) CHECK(out[i] == 0xA5);
+    // Refused by name: the guest's IPv6 network's own addresses.
+    t = tcp(free_port(), 80, "::1");
+    t.guest_addr = "fd00::3";
+    CHECK(add_error(r.p, t, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid guest_addr \"fd00::3\": the DNS forwarder of fd00::/64, not a guest");
+    t.guest_addr = "::1";
+    CHECK(add_error(r.p, t, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid guest_addr \"::1\": outside fd00::/64, so routed behind the guest, but "
+          "not a global unicast address");
+}
+
+TEST_CASE("1.7: an IPv6 guest_addr needs IPv6 and, for TCP, the fast path") {
+    {
+        Running r(RKNP_TCP_PATH_FAST, false);
+        auto f = tcp(free_port(), 80);
+        f.guest_addr = "fd00::100";
+        CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+              "invalid guest_addr \"fd00::100\": IPv6 is not enabled");
+    }
+    Running r(RKNP_TCP_PATH_SLIRP, true);
+    const uint16_t port = free_port();
+    auto f = tcp(port, 80);
+    f.guest_addr = "fd00::100";
+    CHECK(add_error(r.p, f, RKNP_ERR_UNSUPPORTED) ==
+          "forward tcp 127.0.0.1:" + std::to_string(port) +
+              " to fd00::100: an IPv6 guest address needs the TCP fast path (with "
+              "offloads), not libslirp");
+    CHECK_FALSE(port_taken(SOCK_STREAM, port));
 }
 
 TEST_CASE("duplicates, ports in use, bad values and unknown ids fail cleanly") {

@@ -5,12 +5,13 @@
 # public rknp C ABI, as an unprivileged user: its command line as Podman
 # and rootlesskit probe it, Podman's argument list against a bound netns
 # file (exit 0 once configured, stdout/stderr closed, --pid, a published
-# port, exit when the file is deleted; -6 alone), upstream rootlesskit v3's
+# port, exit when the file is deleted; -6 alone; an IPv6 --dns-forward to
+# the host's resolver), upstream rootlesskit v3's
 # `--net=pasta --pasta-binary=PATH` with the shared cases of cases.sh and
 # the implicit port driver, a hostile container reaching back, and the -c
 # socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
 # rules, Podman's pesto calls, and to a bridge network's container behind
-# the namespace), and -T/-U and --host-lo-to-ns-lo (between the
+# the namespace, over IPv4 and IPv6), and -T/-U and --host-lo-to-ns-lo (between the
 # namespace's loopback and the host's).
 #
 #   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
@@ -469,14 +470,18 @@ case_pesto_podman() {
 # host's loopback, the client's address as the container sees it: a
 # loopback client as the gateway (198.19.0.1, --no-map-gw's model), a
 # LAN host (198.19.0.7) as itself, over TCP and UDP; nothing once deleted.
-case_pesto_bridge() {
-    local d="$SCRATCH/tmp/pesto-bridge" out="$SCRATCH/tmp/pesto-bridge.out" lan pid ARGV
+# bridge_run MODE PORT ASK_HOST ASK_SRC: the helper's MODE in the world
+# while the LAN asks ASK_HOST:PORT from ASK_SRC; its output in $out, the
+# LAN's answers in $lan (the caller's locals).
+bridge_run() {
+    local mode=$1 port=$2 ask_host=$3 ask_src=$4 d="$SCRATCH/tmp/$1" pid ARGV
+    out="$SCRATCH/tmp/$mode.out"
     rm -rf "$d"
     mkdir -p "$d"
     chown "$RKNP_TEST_USER" "$d"
     setup_world
-    user_argv unshare -rm python3 "$HELPER" podman-bridge "$PASTA" "$PESTO" "$d" "$SCRATCH/www" \
-        18190 18191
+    user_argv unshare -rm python3 "$HELPER" "$mode" "$PASTA" "$PESTO" "$d" "$SCRATCH/www" \
+        "$((port - 1))" "$port"
     ip netns exec "$WORLD" "${ARGV[@]}" >"$out" 2>&1 &
     pid=$!
     for _ in $(seq 150); do
@@ -484,22 +489,77 @@ case_pesto_bridge() {
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.2
     done
-    lan=$(ip netns exec "$LAN" "$PY" "$HELPER" ask 198.19.0.5 18191 18191 198.19.0.7 2>&1) || true
+    lan=$(ip netns exec "$LAN" "$PY" "$HELPER" ask "$ask_host" "$port" "$port" "$ask_src" 2>&1) || true
     touch "$d/done"
     wait "$pid" || true
     teardown_world
-    cat "$out"
+    out=$(cat "$out")
+    echo "$out"
     echo "$lan"
-    expect "exit 0" "^exit=0\$" "$(cat "$out")"
-    expect "pesto --add -t 0.0.0.0/P:10.89.0.2/8000: exit 0" "^add=0 \$" "$(cat "$out")"
-    expect "the file from the container through 127.0.0.1" "^sha=$FILE_SHA\$" "$(cat "$out")"
-    expect "a loopback client seen as the gateway (TCP)" "^tcp_peer=198\.19\.0\.1\$" "$(cat "$out")"
-    expect "a loopback client seen as the gateway (UDP)" "^udp_peer=198\.19\.0\.1\$" "$(cat "$out")"
+}
+case_pesto_bridge() {
+    local out lan
+    bridge_run podman-bridge 18191 198.19.0.5 198.19.0.7
+    expect "exit 0" "^exit=0\$" "$out"
+    expect "pesto --add -t 0.0.0.0/P:10.89.0.2/8000: exit 0" "^add=0 \$" "$out"
+    expect "the file from the container through 127.0.0.1" "^sha=$FILE_SHA\$" "$out"
+    expect "a loopback client seen as the gateway (TCP)" "^tcp_peer=198\.19\.0\.1\$" "$out"
+    expect "a loopback client seen as the gateway (UDP)" "^udp_peer=198\.19\.0\.1\$" "$out"
     expect "a LAN client keeps its address (TCP)" "^tcp=198\.19\.0\.7\$" "$lan"
     expect "a LAN client keeps its address (UDP)" "^udp=198\.19\.0\.7\$" "$lan"
-    expect "pesto --delete: exit 0" "^delete=0 \$" "$(cat "$out")"
-    expect "nothing once deleted" "^after_sha=\$" "$(cat "$out")"
-    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$(cat "$out")"
+    expect "pesto --delete: exit 0" "^delete=0 \$" "$out"
+    expect "nothing once deleted" "^after_sha=\$" "$out"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+}
+
+# 7b. The same over IPv6, a dual-stack bridge network's IPv6 side: pesto
+# --add -t [::]/P:[fd00:aaaa::2]/8000 (and -u), the container at
+# fd00:aaaa::2 routed behind the namespace (fd19::5/64 via the link-local
+# fe80::1). From the host's ::1 (seen as --map-host-loopback fd19::99,
+# which the container can answer; the link-local gateway it could not) and
+# from a LAN host (fd19::7), which keeps its address, over TCP and UDP;
+# nothing once deleted.
+case_pesto_bridge6() {
+    local out lan
+    bridge_run podman-bridge6 18193 fd19::5 fd19::7
+    expect "exit 0" "^exit=0\$" "$out"
+    expect "pesto --add -t [::]/P:[fd00:aaaa::2]/8000 (and -u): exit 0" "^add=0 \$" "$out"
+    expect "the file from the container through [::1]" "^sha=$FILE_SHA\$" "$out"
+    expect "a loopback client seen as --map-host-loopback (TCP)" "^tcp_peer=fd19::99\$" "$out"
+    expect "a loopback client seen as --map-host-loopback (UDP)" "^udp_peer=fd19::99\$" "$out"
+    expect "a LAN client keeps its address (TCP)" "^tcp=fd19::7\$" "$lan"
+    expect "a LAN client keeps its address (UDP)" "^udp=fd19::7\$" "$lan"
+    expect "pesto --delete: exit 0" "^delete=0 \$" "$out"
+    expect "no TCP once deleted" "^after_sha=\$" "$out"
+    expect "no UDP once deleted" "^after_udp=\$" "$out"
+    expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+}
+
+# 7c. An IPv6 --dns-forward in pasta's IPv6 model: DNS sent to fd99::53
+# from inside reaches the host's resolver as its resolv.conf names it,
+# this test's own DNS server on the world's loopback: ::1, then 127.0.0.1
+# (an IPv4 nameserver, reached from the IPv6 flow).
+case_dns_forward6() {
+    local d="$SCRATCH/tmp/dns6" out ns ARGV
+    install -m 0755 "$TESTS_LIB/dns_query.py" "$SCRATCH/bin/dns_query.py"
+    for ns in ::1 127.0.0.1; do
+        rm -rf "$d"
+        mkdir -p "$d"
+        chown "$RKNP_TEST_USER" "$d"
+        setup_world
+        echo "nameserver $ns" >"/etc/netns/$WORLD/resolv.conf"
+        ip netns exec "$WORLD" "$PY" "$TESTS_LIB/dns_server.py" "$ns" 53 "$DNS_NAME=$DNS_IP" \
+            >"$SCRATCH/logs/dns6-$ns.log" 2>&1 &
+        track_bg $!
+        user_argv unshare -rm python3 "$HELPER" dns6 "$PASTA" "$d" "$SCRATCH/bin/dns_query.py" \
+            "$DNS_NAME"
+        out=$(ip netns exec "$WORLD" "${ARGV[@]}") || true
+        teardown_world
+        echo "$out"
+        expect "exit 0 (nameserver $ns)" "^exit=0\$" "$out"
+        expect "resolved through --dns-forward fd99::53 (nameserver $ns)" "^dns6=$DNS_IP\$" "$out"
+        expect "exits once the netns file is deleted" "^exited_after_delete=True\$" "$out"
+    done
 }
 
 # The namespaces of cases 8 and 9, in directory $d (the caller's local):
@@ -619,7 +679,7 @@ case_host_lo_to_ns_lo() {
 }
 
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
-ALL_CASES="cli podman_style ipv6_only no_reach_back pesto_socket pesto_podman pesto_bridge loopback_ns host_lo_to_ns_lo $RK3_CASES"
+ALL_CASES="cli podman_style ipv6_only dns_forward6 no_reach_back pesto_socket pesto_podman pesto_bridge pesto_bridge6 loopback_ns host_lo_to_ns_lo $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

@@ -39,6 +39,8 @@ reply to a request in protocol version 2).
 
     unshare -rm compat_pasta_helper.py podman-bridge BINARY PESTO DIR WWW \
         TCP_PORT PEER_PORT
+    unshare -rm compat_pasta_helper.py podman-bridge6 BINARY PESTO DIR WWW \
+        TCP_PORT PEER_PORT
 
 Podman 6's bridge network in that namespace with pasta as the port
 forwarder: BINARY with -c as above; inside its namespace a second one
@@ -50,8 +52,17 @@ PESTO --add -t 0.0.0.0/TCP_PORT:10.89.0.2/8000 (and PEER_PORT to 8001,
 -t and -u). Prints exit, add (the pesto run), sha (WWW/file through
 127.0.0.1:TCP_PORT), tcp_peer/udp_peer (what the container saw of a
 loopback client), "ready" and waits (60 s at most) for DIR/done while the
-caller asks from elsewhere, then delete and after_sha (nothing once
-deleted).
+caller asks from elsewhere, then delete and after_sha/after_udp (nothing
+once deleted). podman-bridge6: the same over IPv6, a dual-stack bridge's
+IPv6 side: the container at fd00:aaaa::2/64 behind fd00:aaaa::1, PESTO
+--add -t [::]/TCP_PORT:[fd00:aaaa::2]/8000 ..., the clients on ::1
+(rknp-pasta with --map-host-loopback fd19::99, where they come from).
+
+    unshare -rm compat_pasta_helper.py dns6 BINARY DIR DNS_QUERY DNS_NAME
+
+rknp-pasta in pasta's IPv6 model with --dns-forward fd99::53: prints exit,
+output, dns6 (DNS_NAME resolved from inside through fd99::53 by
+DNS_QUERY) and exited_after_delete.
 
     compat_pasta_helper.py ask HOST PORT [UDP_PORT [SRC]]
     compat_pasta_helper.py peer-echo PORT DONE_FILE [BIND_ADDRESS]
@@ -240,14 +251,15 @@ def http_sha(url, seconds):
             time.sleep(0.2)
 
 
-def rootless_netns(binary, workdir):
+def rootless_netns(binary, workdir, extra=()):
     """Podman 6's rootless netns: BINARY with its -c socket and no ports, as
-    Podman starts it with rootless_port_forwarder="pasta"; prints exit and
-    output, returns the netns file, the socket and the --pid file."""
+    Podman starts it with rootless_port_forwarder="pasta" (and EXTRA, as a
+    user's pasta_options); prints exit and output, returns the netns file,
+    the socket and the --pid file."""
     nsfile = netns_file(workdir)
     sock = os.path.join(workdir, "pasta.sock")
     pid_file = os.path.join(workdir, "rootless-netns-conn.pid")
-    argv = [binary, "--config-net", "--pid", pid_file, "-c", sock, "--dns-forward",
+    argv = [binary, "--config-net", *extra, "--pid", pid_file, "-c", sock, "--dns-forward",
             "169.254.1.1", "-t", "none", "-u", "none", "-T", "none", "-U", "none",
             "--no-map-gw", "--quiet", "--netns", nsfile, "--map-guest-addr", "169.254.1.2"]
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -313,9 +325,22 @@ def podman_pesto(binary, pesto, workdir, www, tcp_port, udp_port, busy_port):
     end_rootless_netns(done_file, servers, nsfile, pid_file)
 
 
-def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
+# The container's side of podman_bridge: (bridge, container, prefix
+# length, forwarding sysctl, rknp-pasta's extra options, the host's
+# loopback) for IPv4 and for IPv6 (a dual-stack bridge's IPv6 side). IPv6
+# loopback clients need a routable address to come from: the namespace's
+# gateway is link-local there, so --map-host-loopback names one.
+BRIDGE = {
+    False: ("10.89.0.1", "10.89.0.2", "24", "net.ipv4.ip_forward=1", (), "127.0.0.1"),
+    True: ("fd00:aaaa::1", "fd00:aaaa::2", "64", "net.ipv6.conf.all.forwarding=1",
+           ("--map-host-loopback", "fd19::99"), "::1"),
+}
+
+
+def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port, v6=False):
     """Podman 6's bridge network behind rknp-pasta's namespace, pesto mode."""
-    nsfile, sock, pid_file = rootless_netns(binary, workdir)
+    bridge, ctr_addr, plen, forwarding, extra, lo = BRIDGE[v6]
+    nsfile, sock, pid_file = rootless_netns(binary, workdir, extra)
     inside = ["nsenter", f"--net={nsfile}"]
     # The container: a netns of its own on a veth, as netavark makes it.
     ctr = subprocess.Popen(inside + ["unshare", "-n", "sleep", "600"])
@@ -325,20 +350,21 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
     in_ctr = ["nsenter", f"--net=/proc/{ctr.pid}/ns/net"]
     for cmd in (inside + ["ip", "link", "add", "rbr0", "type", "veth", "peer", "name", "eth0",
                           "netns", str(ctr.pid)],
-                inside + ["ip", "addr", "add", "10.89.0.1/24", "dev", "rbr0"],
+                inside + ["ip", "addr", "add", f"{bridge}/{plen}", "dev", "rbr0", "nodad"],
                 inside + ["ip", "link", "set", "rbr0", "up"],
-                inside + ["sysctl", "-qw", "net.ipv4.ip_forward=1"],
-                in_ctr + ["ip", "addr", "add", "10.89.0.2/24", "dev", "eth0"],
+                inside + ["sysctl", "-qw", forwarding],
+                in_ctr + ["ip", "addr", "add", f"{ctr_addr}/{plen}", "dev", "eth0", "nodad"],
                 in_ctr + ["ip", "link", "set", "eth0", "up"],
                 in_ctr + ["ip", "link", "set", "lo", "up"],
-                in_ctr + ["ip", "route", "add", "default", "via", "10.89.0.1"]):
+                in_ctr + ["ip", "route", "add", "default", "via", bridge]):
         subprocess.check_call(cmd)
     done_file = os.path.join(workdir, "echo-done")
     servers = [
-        subprocess.Popen(in_ctr + [sys.executable, "-m", "http.server", "--bind", "10.89.0.2",
+        subprocess.Popen(in_ctr + [sys.executable, "-m", "http.server", "--bind", ctr_addr,
                                    "--directory", www, "8000"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen(in_ctr + [sys.executable, __file__, "peer-echo", "8001", done_file]),
+        subprocess.Popen(in_ctr + [sys.executable, __file__, "peer-echo", "8001", done_file,
+                                   "::" if v6 else "0.0.0.0"]),
     ]
 
     def run_pesto(name, *args):
@@ -346,7 +372,7 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
         print(f"{name}={r.returncode} {(r.stdout + r.stderr).strip()}", flush=True)
 
     def listening():  # ports 8000 and 8001 (1F40, 1F41) in state 0A
-        with open(f"/proc/{ctr.pid}/net/tcp") as f:
+        with open(f"/proc/{ctr.pid}/net/tcp6" if v6 else f"/proc/{ctr.pid}/net/tcp") as f:
             ports = {ln.split()[1][-4:] for ln in f.read().splitlines()[1:]
                      if ln.split()[3] == "0A"}
         return {"1F40", "1F41"} <= ports
@@ -354,33 +380,63 @@ def podman_bridge(binary, pesto, workdir, www, tcp_port, peer_port):
     # Podman publishes once the container runs; a loaded machine takes
     # seconds to start python.
     print(f"servers_up={wait_for(listening, 30)}")
-    run_pesto("add", "--add", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000",
-              "-t", f"0.0.0.0/{peer_port}:10.89.0.2/8001",
-              "-u", f"0.0.0.0/{peer_port}:10.89.0.2/8001")
-    print(f"sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 20)}", flush=True)
+    # Podman's pesto specs: [::]/P:[ADDR]/CP for IPv6.
+    host_any, target = ("[::]", f"[{ctr_addr}]") if v6 else ("0.0.0.0", ctr_addr)
+    run_pesto("add", "--add", "-t", f"{host_any}/{tcp_port}:{target}/8000",
+              "-t", f"{host_any}/{peer_port}:{target}/8001",
+              "-u", f"{host_any}/{peer_port}:{target}/8001")
+    url = f"http://[{lo}]:{tcp_port}/file" if v6 else f"http://{lo}:{tcp_port}/file"
+    print(f"sha={http_sha(url, 20)}", flush=True)
     tcp_seen = ""
     for _ in range(50):
         try:
-            with socket.create_connection(("127.0.0.1", peer_port), timeout=2) as c:
+            with socket.create_connection((lo, peer_port), timeout=2) as c:
                 tcp_seen = c.makefile().readline().strip()
             break
         except OSError:
             time.sleep(0.2)
     print(f"tcp_peer={tcp_seen}")
-    print(f"udp_peer={udp_peer('127.0.0.1', peer_port, 10)}")
+    print(f"udp_peer={udp_peer(lo, peer_port, 10)}")
     print("ready", flush=True)
     wait_for(lambda: os.path.exists(os.path.join(workdir, "done")), 60)
-    run_pesto("delete", "--delete", "-t", f"0.0.0.0/{tcp_port}:10.89.0.2/8000")
-    print(f"after_sha={http_sha(f'http://127.0.0.1:{tcp_port}/file', 0)}")
+    run_pesto("delete", "--delete", "-t", f"{host_any}/{tcp_port}:{target}/8000",
+              "-t", f"{host_any}/{peer_port}:{target}/8001",
+              "-u", f"{host_any}/{peer_port}:{target}/8001")
+    print(f"after_sha={http_sha(url, 0)}")
+    print(f"after_udp={udp_peer(lo, peer_port, 1)}")
     end_rootless_netns(done_file, servers + [ctr], nsfile, pid_file)
 
 
+def dns6(binary, workdir, dns_query, dns_name):
+    """rknp-pasta in pasta's IPv6 model with an IPv6 --dns-forward: the
+    name resolved from inside through that address (the host's resolver,
+    as its resolv.conf names it), printed as dns6; exit and
+    exited_after_delete as for podman."""
+    nsfile = netns_file(workdir)
+    pid_file = os.path.join(workdir, "pasta.pid")
+    argv = [binary, "--config-net", "--dns-forward", "fd99::53", "-t", "none", "-u", "none",
+            "-T", "none", "-U", "none", "--quiet", "--pid", pid_file, "--netns", nsfile]
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    print(f"exit={p.returncode}")
+    print(f"output={p.stdout.decode(errors='replace')!r}")
+    inside = ["nsenter", f"--net={nsfile}"]
+    q = subprocess.run(inside + [sys.executable, dns_query, "fd99::53", dns_name],
+                       capture_output=True, text=True, timeout=30)
+    print(f"dns6={q.stdout.strip()}{q.stderr.strip()}")
+    pid = int(open(pid_file).read().strip() or 0)
+    subprocess.check_call(["umount", nsfile])
+    os.unlink(nsfile)
+    print(f"exited_after_delete={wait_for(lambda: not os.path.exists(f'/proc/{pid}'), 5)}")
+
+
 def peer_echo(port, done_file, host="0.0.0.0"):
-    tcp = socket.socket()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    tcp = socket.socket(family)
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     tcp.bind((host, port))
     tcp.listen()
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp = socket.socket(family, socket.SOCK_DGRAM)
     udp.bind((host, port))
     end = time.monotonic() + 60
     while not os.path.exists(done_file) and time.monotonic() < end:
@@ -511,9 +567,11 @@ if __name__ == "__main__":
     elif sys.argv[1] == "podman-pesto":
         podman_pesto(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
                      int(sys.argv[7]), int(sys.argv[8]))
-    elif sys.argv[1] == "podman-bridge":
+    elif sys.argv[1] in ("podman-bridge", "podman-bridge6"):
         podman_bridge(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]),
-                      int(sys.argv[7]))
+                      int(sys.argv[7]), sys.argv[1] == "podman-bridge6")
+    elif sys.argv[1] == "dns6":
+        dns6(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif sys.argv[1] == "lo-echo":
         lo_echo(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     elif sys.argv[1] == "lo-client":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 
-"""Sends one A query for NAME to SERVER:53 over UDP and prints the first
+"""Sends one A query for NAME to SERVER:53 (IPv4 or IPv6) over UDP and prints the first
 address of the answer; exits 1 on timeout, NXDOMAIN or an empty answer.
 
 usage: dns_query.py SERVER NAME
@@ -17,7 +17,8 @@ def main():
     ident = random.randrange(65536)
     qname = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
     query = struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in server else socket.AF_INET,
+                         socket.SOCK_DGRAM)
     sock.settimeout(3)
     for _ in range(3):
         sock.sendto(query, (server, 53))

@@ -4,7 +4,7 @@
 """Minimal authoritative DNS responder for tests: answers A queries for the
 names given as NAME=IP arguments, NXDOMAIN for everything else.
 
-usage: dns_server.py ADDR PORT NAME=IP [NAME=IP ...]
+usage: dns_server.py ADDR PORT NAME=IP [NAME=IP ...]   (ADDR IPv4 or IPv6)
 """
 import socket
 import struct
@@ -39,7 +39,7 @@ def answer(query, records):
 def main():
     addr, port = sys.argv[1], int(sys.argv[2])
     records = dict(a.lower().split("=", 1) for a in sys.argv[3:])
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((addr, port))
     print("ready", flush=True)
     while True:

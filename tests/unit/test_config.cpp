@@ -411,3 +411,17 @@ TEST_CASE("resolv.conf: the first IPv4 nameserver, comments and IPv6 skipped") {
     CHECK_FALSE(first_nameserver4(""));
     CHECK_FALSE(host_nameserver4("/nonexistent/resolv.conf"));
 }
+
+TEST_CASE("resolv.conf: for IPv6 DNS the first IPv6 nameserver, else the IPv4 one") {
+    auto text = [](const std::optional<in6_addr> &a) {
+        return a ? format_ipv6(*a) : std::string("none");
+    };
+    CHECK(text(first_nameserver6("# nameserver fd00::9\nnameserver 10.0.0.1\n"
+                                 "nameserver fe80::1\nnameserver ::1\n")) == "::1");
+    CHECK(text(first_nameserver6("nameserver 2001:db8::53\n")) == "2001:db8::53");
+    // No usable IPv6 one: the first IPv4 one, as an IPv6 socket reaches it.
+    CHECK(text(first_nameserver6("nameserver fe80::1%eth0\nnameserver fe80::1\n"
+                                 "nameserver 127.0.0.53\n")) == "::ffff:127.0.0.53");
+    CHECK(text(first_nameserver6("search lan\n")) == "none");
+    CHECK_FALSE(host_nameserver6("/nonexistent/resolv.conf"));
+}

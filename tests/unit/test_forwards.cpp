@@ -3,6 +3,8 @@
 // Forward requests: defaults, validation, duplicates in the table.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "common/error.hpp"
 #include "parent/forward_table.hpp"
 
@@ -72,7 +74,7 @@ TEST_CASE("a guest_addr outside the network is routed behind the guest") {
                          "DNS forwarder",
                          Error);
     f.guest_addr = "fd00::2";
-    CHECK_THROWS_AS(ForwardSpec::from_c(f, kNet), Error); // IPv4 only
+    CHECK_THROWS_AS(ForwardSpec::from_c(f, kNet), Error); // no IPv6 network
 }
 
 TEST_CASE("a forward to the network's own addresses is refused, not dropped") {
@@ -109,4 +111,52 @@ TEST_CASE("the table refuses duplicate host sides and unknown ids") {
     t.erase(id);
     CHECK(t.all().empty());
     CHECK(t.insert(a) == 2); // ids are never reused
+}
+
+TEST_CASE("an IPv6 guest_addr: a guest address in the IPv6 network, else routed") {
+    GuestNet6 net6;
+    net6.prefix = Ipv6Prefix::parse("net", "fd19::/64");
+    net6.gateway = parse_ipv6("gw", "fe80::1");
+    net6.dns = parse_ipv6("dns", "fd19::53");
+    auto f = make(18095, "::");
+    f.guest_addr = "fd19::5";
+    auto in = ForwardSpec::from_c(f, kNet, &net6);
+    CHECK(in.guest_v6);
+    CHECK_FALSE(in.routed);
+    CHECK(in.guest_string() == "fd19::5");
+    f.guest_addr = "fd00:aaaa::0002"; // a container on a bridge in the namespace
+    auto routed = ForwardSpec::from_c(f, kNet, &net6);
+    CHECK(routed.routed);
+    CHECK(routed.guest_string() == "fd00:aaaa::2");
+    uint8_t b[16];
+    routed.guest_bytes(b);
+    CHECK(std::memcmp(b, routed.guest6.s6_addr, 16) == 0);
+    // IPv4 ends still key as ::ffff:a.b.c.d.
+    ForwardSpec::from_c(make(8080), kNet).guest_bytes(b);
+    const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 135, 228};
+    CHECK(std::memcmp(b, mapped, 16) == 0);
+    const char *bad[][2] = {
+        {"::1", "outside fd19::/64, so routed behind the guest, but not a global unicast address"},
+        {"fe80::9", "outside fd19::/64, so routed behind the guest, but not a global unicast "
+                    "address"},
+        {"ff02::1", "outside fd19::/64, so routed behind the guest, but not a global unicast "
+                    "address"},
+        {"::ffff:10.0.0.1", "outside fd19::/64, so routed behind the guest, but not a global "
+                            "unicast address"},
+        {"fd19::53", "the DNS forwarder of fd19::/64, not a guest"},
+        {"fd19::", "the network address of fd19::/64, not a guest"}};
+    for (const auto &[addr, why] : bad) {
+        f.guest_addr = addr;
+        CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet, &net6),
+                             ("invalid guest_addr \"" + std::string(addr) + "\": " + why).c_str(),
+                             Error);
+    }
+    net6.gateway = parse_ipv6("gw", "fd19::1");
+    f.guest_addr = "fd19::1";
+    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet, &net6),
+                         "invalid guest_addr \"fd19::1\": the gateway of fd19::/64, not a guest",
+                         Error);
+    // Without IPv6, by name.
+    CHECK_THROWS_WITH_AS(ForwardSpec::from_c(f, kNet),
+                         "invalid guest_addr \"fd19::1\": IPv6 is not enabled", Error);
 }

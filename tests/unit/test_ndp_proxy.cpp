@@ -271,6 +271,25 @@ TEST_CASE("config 1.7: pasta's IPv6 model is checked field by field") {
     c = default_config();
     c.disable_ipv4 = 1;
     CHECK(refusal(c) == "invalid disable_ipv4: needs enable_ipv6");
+    // dns_address6: where IPv6 DNS reaches the host's resolver; its own
+    // switch, not disable_dns (the IPv4 forwarder's).
+    c = host6_config();
+    c.dns_address6 = "fd99::53";
+    c.disable_dns = 1;
+    CHECK(format_ipv6(*ParentConfig::from_c(c).ipv6_host->dns) == "fd99::53");
+    CHECK_FALSE(ParentConfig::from_c(host6_config()).ipv6_host->dns);
+    c.dns_address6 = "2001:db8:5::1";
+    CHECK(refusal(c) == "invalid dns_address6 \"2001:db8:5::1\": the ipv6_address");
+    c.dns_address6 = "fe80::1";
+    CHECK(refusal(c) == "invalid dns_address6 \"fe80::1\": the ipv6_gateway");
+    c.dns_address6 = "ff02::1";
+    CHECK(refusal(c) == "invalid dns_address6 \"ff02::1\": not a unicast address");
+    c.dns_address6 = "fd99::2";
+    c.map_guest_addr6 = "fd99::2";
+    CHECK(refusal(c) == "invalid dns_address6 \"fd99::2\": the map_guest_addr6");
+    c = default_config();
+    c.dns_address6 = "fd99::53";
+    CHECK(refusal(c) == "invalid dns_address6 \"fd99::53\": needs ipv6_network");
 }
 
 TEST_CASE("route: IPv6 flows in pasta's model") {
@@ -306,4 +325,81 @@ TEST_CASE("route: IPv6 flows in pasta's model") {
     const auto &t = reinterpret_cast<const sockaddr_in6 &>(to_host.target);
     CHECK(format_ipv6(t.sin6_addr) == "2001:db8:5::1");
     CHECK(ntohs(t.sin6_port) == 8080);
+}
+
+namespace {
+
+// pasta's IPv6 model: 2001:db8:5::/64, the guest ::1, via fe80::1.
+VirtualNet host6_net() {
+    VirtualNet net;
+    net.ipv6 = true;
+    net.host_network6 = true;
+    net.prefix6 = a6("2001:db8:5::");
+    net.gateway6 = a6("fe80::1");
+    net.guest6 = a6("2001:db8:5::1");
+    return net;
+}
+
+} // namespace
+
+TEST_CASE("route: an IPv6 DNS forwarder in pasta's model (dns_address6)") {
+    VirtualNet net = host6_net();
+    net.dns = false; // the IPv4 forwarder's switch: not this one's
+    const in6_addr guest = net.guest6;
+    auto route = [&](const char *dst, uint16_t port) {
+        return classify(net, true, guest.s6_addr, a6(dst).s6_addr, port);
+    };
+    CHECK(route("fd99::53", 53) == Route::Host); // none set: an address like any
+    net.dns6 = a6("fd99::53");
+    CHECK(route("fd99::53", 53) == Route::Unreachable); // no nameserver known
+    net.resolver6 = a6("::ffff:127.0.0.53");
+    CHECK(route("fd99::53", 53) == Route::Resolver);
+    CHECK(route("fd99::53", 80) == Route::Unreachable);
+    net.outbound_addr6 = a6("2001:db8:5::9");
+    HostAddrs to = host_addrs(net, Route::Resolver, true, a6("fd99::53").s6_addr, 53);
+    const auto &t = reinterpret_cast<const sockaddr_in6 &>(to.target);
+    CHECK(format_ipv6(t.sin6_addr) == "::ffff:127.0.0.53");
+    CHECK(ntohs(t.sin6_port) == 53);
+    CHECK(to.bind_len == 0); // an IPv4 resolver: no IPv6 bind
+    net.resolver6 = a6("::1");
+    to = host_addrs(net, Route::Resolver, true, a6("fd99::53").s6_addr, 53);
+    CHECK(format_ipv6(reinterpret_cast<const sockaddr_in6 &>(to.target).sin6_addr) == "::1");
+    CHECK(to.bind_len != 0);
+}
+
+TEST_CASE("route: the client an IPv6 forward's guest end sees") {
+    VirtualNet net = host6_net();
+    auto seen = [&](const char *peer) {
+        sockaddr_storage ss{};
+        in6_addr a{};
+        if (inet_pton(AF_INET6, peer, &a) == 1) {
+            auto &p6 = reinterpret_cast<sockaddr_in6 &>(ss);
+            p6.sin6_family = AF_INET6;
+            p6.sin6_addr = a;
+        } else {
+            auto &p4 = reinterpret_cast<sockaddr_in &>(ss);
+            p4.sin_family = AF_INET;
+            inet_pton(AF_INET, peer, &p4.sin_addr);
+        }
+        in6_addr out{};
+        forwarded_source6(net, ss, out.s6_addr);
+        return format_ipv6(out);
+    };
+    CHECK(seen("2001:db8:5::7") == "2001:db8:5::7"); // a neighbour keeps its address
+    CHECK(seen("2001:db8:99::9") == "2001:db8:99::9"); // so does one further away
+    CHECK(seen("::1") == "fe80::1");                  // loopback: the gateway
+    CHECK(seen("127.0.0.1") == "fe80::1");            // IPv4: no IPv6 of its own
+    CHECK(seen("::ffff:192.0.2.7") == "fe80::1");
+    CHECK(seen("2001:db8:5::1") == "fe80::1"); // the host's own (the guest's)
+    net.map_guest6 = a6("fd99::2");
+    CHECK(seen("2001:db8:5::1") == "fd99::2");
+    net.map_loopback6 = a6("fd99::3"); // answerable from behind a bridge too
+    CHECK(seen("::1") == "fd99::3");
+    // libslirp's fd00::/64: its own addresses are not a client's.
+    net.host_network6 = false;
+    net.prefix6 = a6("fd00::");
+    net.gateway6 = a6("fd00::2");
+    net.map_loopback6.reset();
+    CHECK(seen("fd00::7") == "fd00::2");
+    CHECK(seen("2001:db8:99::9") == "2001:db8:99::9");
 }

@@ -221,10 +221,23 @@ TEST_CASE("pasta network model: -a, -g and the mappings take IPv6") {
     o = podman();
     o.map_guest_addr = {"fd99::2", "fd99::4"};
     CHECK(refusal(o, host(), host6()) == "--map-guest-addr fd99::4: a second IPv6 address");
+}
+
+TEST_CASE("pasta network model: an IPv6 --dns-forward in the host's IPv6 network") {
+    Options o = podman(); // --dns-forward 169.254.1.1 too
+    o.dns_forward.push_back("fd99::53");
+    NetworkModel m(o, host(), host6());
+    CHECK(s(m.get().dns_address6) == "fd99::53");
+    CHECK(s(m.get().dns_address) == "169.254.1.1");
+    // Alone (-6): the IPv4 forwarder off, the IPv6 one still there.
     o = podman();
+    o.ipv6_only = true;
     o.dns_forward = {"fd99::53"};
-    CHECK(refusal(o, host(), host6()).find("--dns-forward fd99::53: IPv6 DNS forwarding "
-                                           "is not supported") == 0);
+    NetworkModel v6(o, host(), host6());
+    CHECK(s(v6.get().dns_address6) == "fd99::53");
+    CHECK(v6.get().disable_dns == 1);
+    // None given: none.
+    CHECK(NetworkModel(podman(), host(), host6()).get().dns_address6 == nullptr);
 }
 
 TEST_CASE("pasta network model: no IPv6 on the host, none in the namespace") {

@@ -134,12 +134,15 @@ TEST_CASE("pesto server: Podman 6's bridge networks, to a container's address") 
     // Without an address a spec still binds 0.0.0.0 and ::, both to it.
     CHECK(r.apply({add_tcp("18094:[10.89.0.2]/80")}) == "");
     CHECK(r.backend.list().count("tcp :::18094->10.89.0.2:80") == 1);
-    // IPv6 targets: refused by name, nothing bound.
-    const size_t before = r.backend.held.size();
-    CHECK(r.apply({add_tcp("[::]/18095:[fd00::2]/80")}) ==
-          "-t [::]/18095:[fd00::2]/80: an IPv6 target address is not supported by "
-          "rknp-pasta yet");
-    CHECK(r.backend.held.size() == before);
+    // IPv6 targets (Podman 6's dual-stack bridge networks), canonical.
+    CHECK(r.apply({add_tcp("[::]/18095:[fd00:0::2]/80"),
+                   {Op::add, Proto::udp, "[::]/18095:[fd00::2]/80"}}) == "");
+    CHECK(r.backend.list().count("tcp :::18095->fd00::2:80") == 1);
+    CHECK(r.backend.list().count("udp :::18095->fd00::2:80") == 1);
+    CHECK(r.apply({add_tcp("[::]/18095:[fd00::3]/80")}) ==
+          "tcp [::] port 18095 is forwarded already (to fd00::2 port 80)");
+    CHECK(r.apply({del_tcp("[::]/18095:[fd00::2]/80")}) == "");
+    CHECK(r.backend.list().count("tcp :::18095->fd00::2:80") == 0);
 }
 
 TEST_CASE("pesto server: rootlesskit's form, one address and a guest port") {

@@ -298,3 +298,80 @@ TEST_CASE("tcp_forward: to an address routed behind the guest, its replies taken
     CHECK(own.send(kAck, 9001) == Verdict::NotMine);
     ::close(c);
 }
+
+TEST_CASE("tcp_forward: to an IPv6 address routed behind the guest, its replies taken") {
+    // Podman's dual-stack bridge network: the target is a container's
+    // IPv6 address (fd00:aaaa::2, outside the guest's fd00::/64).
+    Sim sim;
+    uint16_t port = free_port(true);
+    sockaddr_storage ss = loopback(port, true);
+    uint8_t routed[16], gw[16], guest6[16];
+    addr6(routed, "fd00:aaaa::2");
+    addr6(gw, "fd00::2");
+    addr6(guest6, "fd00::100");
+    REQUIRE(sim.fp->add_forward(reinterpret_cast<sockaddr *>(&ss), len_of(true), routed, true,
+                                kGuestPort) == 0);
+    uint16_t cport = 0;
+    int c = client(port, &cport, true);
+    REQUIRE(c >= 0);
+    // The guest's MAC unknown: asked by ARP for the guest's own IPv4
+    // address (one MAC for both), not for anything of the routed end.
+    const Bytes arp = await_arp(sim);
+    REQUIRE(arp.size() == 42);
+    const uint8_t guest4[4] = {10, 0, 2, 100};
+    CHECK(std::memcmp(arp.data() + 38, guest4, 4) == 0);
+    sim.rx.clear();
+    guest_arp_reply(sim);
+
+    Server g(sim, cport);
+    g.v6 = true;
+    std::memcpy(g.src, routed, 16);
+    std::memcpy(g.dst, gw, 16);
+    sim.routed = true; // the container's frames come from fd00:aaaa::2
+    Rx syn;
+    REQUIRE(g.accept(&syn));
+    CHECK(syn.seg.v6);
+    CHECK(syn.csum_ok);
+    CHECK(std::memcmp(syn.frame.data(), kGuestMac, 6) == 0); // through the guest
+    CHECK(std::memcmp(syn.seg.dst, routed, 16) == 0);
+    CHECK(std::memcmp(syn.seg.src, gw, 16) == 0); // a loopback client: the gateway
+    CHECK(syn.seg.dport == kGuestPort);
+    CHECK(syn.seg.mss == 65520 - 60);
+    Bytes up = pattern(1 << 20, 31);
+    CHECK(guest_to_host(sim, g, c, up, 60000) == up);
+    Bytes down = pattern(1 << 20, 32);
+    H2G o;
+    CHECK(host_to_guest(sim, g, c, down, o) == down);
+    CHECK(sim.fp->forward_flows() == 1);
+
+    // From that address nothing but the forward's flow.
+    Guest other(sim, true, 80, kGuestPort, 5000);
+    std::memcpy(other.src, routed, 16);
+    addr6(other.dst, "2001:db8::1");
+    CHECK(other.syn() == Verdict::NotMine);
+    CHECK(other.send(kAck, 5000) == Verdict::NotMine);
+    CHECK(sim.fp->flows() == 0);
+    ::close(c);
+
+    // An IPv4 client on a forward to the guest's own IPv6 address: from
+    // the IPv6 gateway (it has no IPv6 address of its own to keep).
+    sim.routed = false;
+    uint16_t port4 = free_port();
+    sockaddr_storage ss4 = loopback(port4);
+    REQUIRE(sim.fp->add_forward(reinterpret_cast<sockaddr *>(&ss4), len_of(false), guest6, true,
+                                kGuestPort) == 0);
+    uint16_t cport4 = 0;
+    int c4 = client(port4, &cport4);
+    REQUIRE(c4 >= 0);
+    Server g4(sim, cport4);
+    g4.v6 = true;
+    std::memcpy(g4.src, guest6, 16);
+    std::memcpy(g4.dst, gw, 16);
+    Rx syn4;
+    REQUIRE(g4.accept(&syn4));
+    CHECK(std::memcmp(syn4.seg.dst, guest6, 16) == 0);
+    CHECK(std::memcmp(syn4.seg.src, gw, 16) == 0);
+    Bytes up4 = pattern(1 << 16, 33);
+    CHECK(guest_to_host(sim, g4, c4, up4, 60000) == up4);
+    ::close(c4);
+}

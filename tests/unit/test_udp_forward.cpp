@@ -55,6 +55,46 @@ uint16_t port_of(const sockaddr_storage &ss) {
                                           : reinterpret_cast<const sockaddr_in &>(ss).sin_port);
 }
 
+// A forward on a free loopback port (IPv4 or, with v6, IPv6) of path to
+// guest:kGuestPort (16 bytes: IPv4-mapped unless guest_v6), retried while
+// other tests race for ports; its port, its address in host/host_len.
+uint16_t add_loopback_forward(udp::FastPath &path, bool v6, const uint8_t guest[16],
+                              bool guest_v6, sockaddr_storage &host, socklen_t &host_len) {
+    for (int attempt = 0; attempt < 10; ++attempt) {
+        const uint16_t p = free_port(v6);
+        host = loopback(v6, p, host_len);
+        if (path.add_forward(reinterpret_cast<sockaddr *>(&host), host_len, guest, guest_v6,
+                             kGuestPort) == 0)
+            return p;
+    }
+    return 0;
+}
+
+// A client's datagram to the forward at host, and the path serviced.
+void send_to_forward(Rig &rig, HostSocket &client, const sockaddr_storage &host,
+                     socklen_t host_len, const Bytes &data) {
+    REQUIRE(::sendto(client.fd.get(), data.data(), data.size(), 0,
+                     reinterpret_cast<const sockaddr *>(&host), host_len) ==
+            ssize_t(data.size()));
+    REQUIRE(rig.poll_host());
+}
+
+// The guest's MAC unknown, the first datagram waited for it: the only
+// frame out is an ARP request for the guest's own IPv4 address (the MAC
+// a routed end or an IPv6 one is reached through too). Then the guest's
+// next frame teaches the path its MAC.
+void expect_arp_then_teach(Rig &rig) {
+    REQUIRE(rig.guest.out.size() == 1);
+    const Bytes &arp = rig.guest.out[0].frame;
+    REQUIRE(arp.size() == 42);
+    CHECK(arp[12] == 0x08);
+    CHECK(arp[13] == 0x06);
+    CHECK(std::memcmp(arp.data() + 38, kGuest4, 4) == 0);
+    const uint8_t dns[4] = {10, 0, 2, 3};
+    REQUIRE(rig.path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53,
+                                                 pattern(4, 0))) == Verdict::NotMine);
+}
+
 // A forward on loopback (v4 or v6) to 10.0.2.100:5353 in a rig whose
 // guest MAC is known (any guest frame teaches it).
 struct FwdRig : Rig {
@@ -674,37 +714,16 @@ TEST_CASE("udp_forward: to an address routed behind the guest, its replies taken
     // guest's MAC; the container's replies come from that address.
     Rig rig;
     const uint8_t routed[4] = {10, 89, 0, 2};
-    uint16_t port = 0;
+    const uint8_t routed_key[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 89, 0, 2};
     sockaddr_storage host{};
     socklen_t host_len = 0;
-    for (int attempt = 0; attempt < 10 && port == 0; ++attempt) {
-        const uint16_t p = free_port(false);
-        host = loopback(false, p, host_len);
-        if (rig.path.add_forward(reinterpret_cast<sockaddr *>(&host), host_len, 0x0a590002,
-                                 kGuestPort) == 0)
-            port = p;
-    }
-    REQUIRE(port != 0);
+    REQUIRE(add_loopback_forward(rig.path, false, routed_key, false, host, host_len) != 0);
     HostSocket client(false);
     const Bytes ask = pattern(300, 3), answer = pattern(900, 4);
-    auto send = [&] {
-        REQUIRE(::sendto(client.fd.get(), ask.data(), ask.size(), 0,
-                         reinterpret_cast<const sockaddr *>(&host), host_len) ==
-                ssize_t(ask.size()));
-        REQUIRE(rig.poll_host());
-    };
     // The guest's MAC unknown: the ARP asks for the guest's own address.
-    send();
-    REQUIRE(rig.guest.out.size() == 1);
-    const Bytes &arp = rig.guest.out[0].frame;
-    REQUIRE(arp.size() == 42);
-    CHECK(arp[12] == 0x08);
-    CHECK(arp[13] == 0x06);
-    CHECK(std::memcmp(arp.data() + 38, kGuest4, 4) == 0);
-    const uint8_t dns[4] = {10, 0, 2, 3};
-    REQUIRE(rig.path.guest_frame(guest_datagram(false, kGuest4, dns, 40000, 53,
-                                                 pattern(4, 0))) == Verdict::NotMine);
-    send();
+    send_to_forward(rig, client, host, host_len, ask);
+    expect_arp_then_teach(rig);
+    send_to_forward(rig, client, host, host_len, ask);
     REQUIRE(rig.guest.out.size() == 2);
     const Bytes f = completed(rig.guest.out[1]);
     REQUIRE(f.size() == 14 + 20 + 8 + ask.size());
@@ -732,4 +751,74 @@ TEST_CASE("udp_forward: to an address routed behind the guest, its replies taken
     CHECK(rig.path.routed_frame(guest_datagram(false, kGuest4, far, 41000, 53, answer)) ==
           Verdict::NotMine);
     CHECK(rig.path.flows() == 0);
+}
+
+TEST_CASE("udp_forward: to an IPv6 address routed behind the guest, its replies taken") {
+    // Podman's dual-stack bridge network: the forward goes to a
+    // container's IPv6 address (outside the guest's fd00::/64) through
+    // the guest's MAC; its replies come from that address.
+    Rig rig;
+    uint8_t routed[16], gw6[16], guest6[16];
+    addr6(routed, "fd00:aaaa::2");
+    addr6(gw6, "fd00::2");
+    addr6(guest6, "fd00::100");
+    sockaddr_storage host{};
+    socklen_t host_len = 0;
+    REQUIRE(add_loopback_forward(rig.path, true, routed, true, host, host_len) != 0);
+    HostSocket client(true);
+    const Bytes ask = pattern(300, 5), answer = pattern(900, 6);
+    // The guest's MAC unknown: the ARP asks for the guest's own IPv4
+    // address (one MAC for both families).
+    send_to_forward(rig, client, host, host_len, ask);
+    expect_arp_then_teach(rig);
+    send_to_forward(rig, client, host, host_len, ask);
+    REQUIRE(rig.guest.out.size() == 2);
+    const Bytes f = completed(rig.guest.out[1]);
+    REQUIRE(f.size() == 14 + 40 + 8 + ask.size());
+    CHECK(std::equal(kGuestMac, kGuestMac + 6, f.begin()));
+    const uint8_t *ip = f.data() + 14;
+    CHECK(be16(f.data() + 12) == 0x86dd);
+    CHECK(std::memcmp(ip + 8, gw6, 16) == 0); // a loopback client: the gateway
+    CHECK(std::memcmp(ip + 24, routed, 16) == 0);
+    CHECK(be16(ip + 42) == kGuestPort);
+    CHECK(l4_checksum_ok(true, ip, {ip + 40, f.size() - 54}, 17));
+    CHECK(std::equal(ask.begin(), ask.end(), f.begin() + 62));
+
+    // The reply, from fd00:aaaa::2, through routed_frame: to the client.
+    const uint16_t seen_port = be16(ip + 40);
+    const Bytes reply = guest_datagram(true, routed, gw6, kGuestPort, seen_port, answer);
+    CHECK(rig.path.routed_frame(reply) == Verdict::Consumed);
+    rig.path.flush();
+    std::optional<Bytes> got = client.recv();
+    REQUIRE(got);
+    CHECK(*got == answer);
+    // Nothing else from that address.
+    uint8_t far[16];
+    addr6(far, "2001:db8::1");
+    CHECK(rig.path.routed_frame(guest_datagram(true, routed, far, kGuestPort, 53, answer)) ==
+          Verdict::NotMine);
+    CHECK(rig.path.routed_frame(guest_datagram(true, routed, gw6, kGuestPort + 1, seen_port,
+                                               answer)) == Verdict::NotMine);
+    CHECK(rig.path.flows() == 0);
+    CHECK(rig.path.forward_flows() == 1);
+
+    // An IPv4 client on a forward to the guest's own IPv6 address: seen
+    // from the IPv6 gateway; the guest's reply (guest_frame) reaches it.
+    sockaddr_storage host4{};
+    socklen_t host4_len = 0;
+    REQUIRE(add_loopback_forward(rig.path, false, guest6, true, host4, host4_len) != 0);
+    HostSocket client4(false);
+    send_to_forward(rig, client4, host4, host4_len, ask);
+    REQUIRE(rig.guest.out.size() == 3);
+    const Bytes g = completed(rig.guest.out[2]);
+    const uint8_t *ip4 = g.data() + 14;
+    CHECK(be16(g.data() + 12) == 0x86dd);
+    CHECK(std::memcmp(ip4 + 8, gw6, 16) == 0);
+    CHECK(std::memcmp(ip4 + 24, guest6, 16) == 0);
+    CHECK(rig.path.guest_frame(guest_datagram(true, guest6, gw6, kGuestPort, be16(ip4 + 40),
+                                              answer)) == Verdict::Consumed);
+    rig.path.flush();
+    got = client4.recv();
+    REQUIRE(got);
+    CHECK(*got == answer);
 }

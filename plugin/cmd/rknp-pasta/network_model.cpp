@@ -450,10 +450,6 @@ void NetworkModel::apply_ipv6(const Options &o, const std::optional<Upstream6> &
             refuse("-g/--gateway", gateway6_, "the host has no global IPv6 address");
         return;
     }
-    if (!ipv6_dns.empty())
-        refuse("--dns-forward", ipv6_dns,
-               "IPv6 DNS forwarding is not supported in the host's IPv6 network; "
-               "give an IPv4 address");
     if (o.mtu < 1280) refuse("-m/--mtu", std::to_string(o.mtu), "IPv6 needs 1280 or more");
     Ipv6Net net{guest, prefix};
     network6_ = format_v6(net.network()) + "/" + std::to_string(prefix);
@@ -475,6 +471,11 @@ void NetworkModel::apply_ipv6(const Options &o, const std::optional<Upstream6> &
     cfg_.ipv6_address = ipv6_.c_str();
     cfg_.ipv6_network = network6_.c_str();
     if (!gateway6_.empty()) cfg_.ipv6_gateway = gateway6_.c_str();
+    // DNS to it answered through the host's resolver configuration.
+    if (!ipv6_dns.empty()) {
+        dns6_ = ipv6_dns;
+        cfg_.dns_address6 = dns6_.c_str();
+    }
     for (auto &[option, v] : mapped6) {
         if (v.empty()) continue;
         std::string &keep = option == std::string("--map-guest-addr") ? map_guest6_

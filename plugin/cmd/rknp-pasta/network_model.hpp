@@ -80,7 +80,7 @@ private:
     rknp_config cfg_{};
     std::string cidr_, address_, gateway_, dns_, map_guest_, map_loopback_,
         ifname_, ipv6_, mac_, outbound_, outbound6_, network6_, gateway6_,
-        map_guest6_, map_loopback6_;
+        map_guest6_, map_loopback6_, dns6_;
 };
 
 } // namespace pasta

@@ -121,9 +121,6 @@ std::string PestoServer::expand(const Change &c, std::vector<Step> &steps,
     if (!spec.ifname.empty())
         return option + " " + c.spec +
                ": binding to an interface (%IFACE) is not supported by rknp-pasta";
-    if (spec.target.find(':') != std::string::npos)
-        return option + " " + c.spec +
-               ": an IPv6 target address is not supported by rknp-pasta yet";
     const std::string target = ForwardTable::canonical(spec.target);
     std::vector<std::pair<std::string, bool>> addrs; // (address, optional)
     if (spec.address.empty()) {

@@ -29,10 +29,6 @@ void parse_port_option(const std::vector<std::string> &specs, const char *option
             throw cmd::Failure(std::string(option) + " " + s +
                                ": binding to an interface (%IFACE) is not "
                                "supported by rknp-pasta");
-        if (spec.target.find(':') != std::string::npos)
-            throw cmd::Failure(std::string(option) + " " + s +
-                               ": an IPv6 target address is not supported by "
-                               "rknp-pasta yet");
         switch (spec.mode) {
         case PortMode::none:
             none = true;

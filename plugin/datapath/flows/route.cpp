@@ -15,6 +15,8 @@ namespace rknp {
 
 namespace {
 
+constexpr uint16_t kDnsPort = 53;
+
 bool unicast6(const uint8_t a[16]) {
     static const uint8_t zero[16] = {};
     static const uint8_t loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
@@ -36,7 +38,7 @@ bool same6(const uint8_t a[16], const in6_addr &b) {
 // IPv4, the mapped addresses, and every other unicast address but the
 // guest's through the host.
 Route classify_host6(const VirtualNet &cfg, const uint8_t src6[16],
-                     const uint8_t dst6[16]) {
+                     const uint8_t dst6[16], uint16_t dport) {
     // The guest talks to a link-local gateway from its link-local address.
     const bool link_local_src = src6[0] == 0xfe && (src6[1] & 0xc0) == 0x80;
     if (!unicast6(src6) && !link_local_src) return Route::NotMine;
@@ -49,6 +51,8 @@ Route classify_host6(const VirtualNet &cfg, const uint8_t src6[16],
     if (!unicast6(dst6) || same6(dst6, cfg.guest6)) return Route::NotMine;
     if (cfg.map_loopback6 && same6(dst6, *cfg.map_loopback6)) return Route::Loopback;
     if (cfg.map_guest6 && same6(dst6, *cfg.map_guest6)) return Route::GuestAddr;
+    if (!IN6_IS_ADDR_UNSPECIFIED(&cfg.dns6) && same6(dst6, cfg.dns6))
+        return dport == kDnsPort && cfg.resolver6 ? Route::Resolver : Route::Unreachable;
     return Route::Host;
 }
 
@@ -56,7 +60,6 @@ Route classify_host6(const VirtualNet &cfg, const uint8_t src6[16],
 
 Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
                const uint8_t dst6[16], uint16_t dport) {
-    constexpr uint16_t kDnsPort = 53;
     if (!v6) {
         uint32_t d = ipv4_of(dst6), src = ipv4_of(src6);
         if (!is_unicast4(src) || !is_unicast4(d)) return Route::NotMine;
@@ -77,7 +80,7 @@ Route classify(const VirtualNet &cfg, bool v6, const uint8_t src6[16],
         return d == cfg.guest4 ? Route::NotMine : Route::Host;
     }
     if (!cfg.ipv6) return Route::NotMine;
-    if (cfg.host_network6) return classify_host6(cfg, src6, dst6);
+    if (cfg.host_network6) return classify_host6(cfg, src6, dst6, dport);
     if (!unicast6(src6) || !unicast6(dst6)) return Route::NotMine;
     if (same6(dst6, cfg.gateway6))
         return cfg.disable_host_loopback ? Route::Refuse : Route::Loopback;
@@ -117,10 +120,13 @@ HostAddrs host_addrs(const VirtualNet &net, Route r, bool v6,
         t.sin6_addr = in6addr_loopback;
     else if (r == Route::GuestAddr)
         t.sin6_addr = net.guest6;
+    else if (r == Route::Resolver && net.resolver6)
+        t.sin6_addr = *net.resolver6;
     else
         std::memcpy(&t.sin6_addr, dst, 16);
     a.target_len = sizeof t;
-    if (net.outbound_addr6) {
+    // An IPv4 resolver (::ffff:a.b.c.d) is not reached from an IPv6 bind.
+    if (net.outbound_addr6 && !IN6_IS_ADDR_V4MAPPED(&t.sin6_addr)) {
         auto &b = reinterpret_cast<sockaddr_in6 &>(a.bind);
         b.sin6_family = AF_INET6;
         b.sin6_addr = *net.outbound_addr6;
@@ -176,6 +182,20 @@ uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer) {
     const bool in_net = (a & net.mask4) == (net.net4 & net.mask4);
     if (!is_unicast4(a) || (in_net && !net.host_network)) a = net.gateway4;
     return a;
+}
+
+void forwarded_source6(const VirtualNet &net, const sockaddr_storage &peer, uint8_t out[16]) {
+    const in6_addr &fallback = net.map_loopback6 ? *net.map_loopback6 : net.gateway6;
+    std::memcpy(out, fallback.s6_addr, 16);
+    if (peer.ss_family != AF_INET6) return; // an IPv4 client: no IPv6 of its own
+    const uint8_t *a = reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr.s6_addr;
+    if (!unicast6(a)) return;
+    if (net.host_network6 && same6(a, net.guest6)) {
+        if (net.map_guest6) std::memcpy(out, net.map_guest6->s6_addr, 16);
+        return;
+    }
+    if (!net.host_network6 && in_prefix6(a, net.prefix6, net.prefix6_len)) return;
+    std::memcpy(out, a, 16);
 }
 
 } // namespace rknp

@@ -41,11 +41,16 @@ struct VirtualNet {
     // pasta's model for IPv6 (ParentConfig::ipv6_host): prefix6 is the
     // host's IPv6 network and gateway6 its gateway (the host's ::1 unless
     // disable_host_loopback, as for IPv4); every other unicast address but
-    // guest6 is reached through the host. libslirp's IPv6 is off: no dns6.
+    // guest6 is reached through the host. libslirp's IPv6 is off: dns6 is
+    // the caller's (dns_address6), if any.
     bool host_network6 = false;
     in6_addr guest6{};
     std::optional<in6_addr> map_guest6;      // -> the host at guest6
     std::optional<in6_addr> map_loopback6;   // -> ::1
+    // DNS to dns6 goes to the host's resolver (resolver6: IPv6, or an
+    // IPv4 one as ::ffff:a.b.c.d), as dns4 in host_network; dns6 is :: when
+    // there is no IPv6 DNS forwarder.
+    std::optional<in6_addr> resolver6;
     std::optional<uint32_t> outbound_addr; // host byte order
     std::optional<in6_addr> outbound_addr6;
 };
@@ -109,5 +114,14 @@ Endpoints guest_flow_endpoints(const VirtualNet &net, bool v6,
 // a neighbour keeps its address, and the host's own address (the
 // guest's) shows as map_guest4 where there is one.
 uint32_t forwarded_source(const VirtualNet &net, const sockaddr_storage &peer);
+
+// The same for a forward to an IPv6 guest end (1.7): the peer's own IPv6
+// address where the guest's answer comes back to us for it (a unicast
+// address outside the guest's network, or a neighbour in the host's
+// network, host_network6); the host's own address (the guest's) as
+// map_guest6 where there is one; anything else (loopback, IPv4 clients,
+// libslirp's network) as map_loopback6 where there is one, else the IPv6
+// gateway. Written to out (16 bytes).
+void forwarded_source6(const VirtualNet &net, const sockaddr_storage &peer, uint8_t out[16]);
 
 } // namespace rknp

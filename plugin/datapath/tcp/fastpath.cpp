@@ -82,7 +82,7 @@ void FastPath::settle(const FlowContext &c, uint32_t idx) {
         ++stats_.flows_closed;
         return; // a pending_ entry, if any, finds the slot free or reused
     }
-    if (c.want_guest_mac) send_arp(f.endpoints().guest);
+    if (c.want_guest_mac) send_arp(f.endpoints().guest, f.endpoints().v6);
     timers_.set(idx, f.deadline());
     if (f.wants_service() && !queued_[idx]) {
         queued_[idx] = 1;
@@ -207,7 +207,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
 Verdict FastPath::routed_frame(std::span<const uint8_t> frame) {
     const FlushOnReturn flush{*this};
     Segment s;
-    if (parse_segment(frame, s) != Parse::Ok || s.v6) return Verdict::NotMine;
+    if (parse_segment(frame, s) != Parse::Ok) return Verdict::NotMine;
     // A flow the guest opened has its own address at this end: only a
     // forwarded connection's can match a routed source.
     uint64_t h = table_.hash(s.src, s.dst, s.sport, s.dport, s.v6);
@@ -336,14 +336,15 @@ void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
     }
 }
 
-void FastPath::send_arp(const uint8_t guest[16]) {
+void FastPath::send_arp(const uint8_t guest[16], bool v6) {
     if (!out_.control_room()) {
         ++stats_.frames_lost;
         return;
     }
     // An address routed behind the guest answers no ARP: the guest does,
-    // for its own, with the MAC that address is reached through.
-    uint32_t ask = ipv4_of(guest);
+    // for its own, with the MAC that address is reached through; so for
+    // an IPv6 end, which shares the guest's one MAC.
+    uint32_t ask = v6 ? cfg_.guest4 : ipv4_of(guest);
     if ((ask & cfg_.mask4) != (cfg_.net4 & cfg_.mask4)) ask = cfg_.guest4;
     uint8_t f[kArpRequestLen];
     gateway_arp_request(cfg_.gateway4, ipv4_bytes(ask).data(), f);

@@ -101,9 +101,13 @@ public:
     GuestFrames &frames() { return out_; }
 
     // A TCP forward: listens on host (SO_REUSEADDR, IPV6_V6ONLY for IPv6,
-    // like libslirp's) and sends what it accepts to guest4:guest_port
-    // (host byte order). Returns 0 or the errno of the step that failed
-    // (EADDRINUSE for a port in use).
+    // like libslirp's) and sends what it accepts to guest:guest_port
+    // (IPv4-mapped, or IPv6 with v6; the guest's network or routed behind
+    // it). Returns 0 or the errno of the step that failed (EADDRINUSE for
+    // a port in use).
+    int add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
+                    bool v6, uint16_t guest_port);
+    // The same to guest4 (host byte order).
     int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                     uint16_t guest_port);
     // Closes the listener of host; flows it accepted continue (as with
@@ -145,7 +149,8 @@ private:
         UniqueFd fd; // invalid: free entry
         sockaddr_storage host{};
         socklen_t host_len = 0;
-        uint32_t guest4 = 0;
+        uint8_t guest[16]{}; // IPv4-mapped unless v6
+        bool v6 = false;
         uint16_t guest_port = 0;
         bool paused = false; // out of the epoll set until listeners_resume_at_
         size_t live = 0;     // its open connections
@@ -192,7 +197,7 @@ private:
     // anything the guest could not answer.
     uint32_t forwarded_source(const sockaddr_storage &peer) const;
     void learn_guest_mac(std::span<const uint8_t> frame);
-    void send_arp(const uint8_t guest[16]);
+    void send_arp(const uint8_t guest[16], bool v6);
 
     FastPathConfig cfg_;
     PeekChoice peek_choice_;

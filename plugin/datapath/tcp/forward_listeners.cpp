@@ -21,6 +21,13 @@ namespace rknp::tcp {
 
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                           uint16_t guest_port) {
+    uint8_t guest[16];
+    map_v4(ipv4_bytes(guest4).data(), guest);
+    return add_forward(host, host_len, guest, false, guest_port);
+}
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
+                          bool v6, uint16_t guest_port) {
     if (host_len > socklen_t(sizeof(sockaddr_storage))) return EINVAL;
     UniqueFd fd(::socket(host->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return errno;
@@ -44,7 +51,8 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     std::memset(&l.host, 0, sizeof l.host);
     std::memcpy(&l.host, host, host_len);
     l.host_len = host_len;
-    l.guest4 = guest4;
+    std::memcpy(l.guest, guest, 16);
+    l.v6 = v6;
     l.guest_port = guest_port;
     l.paused = false;
     l.live = 0;
@@ -134,16 +142,21 @@ uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
 void FastPath::open_forwarded(size_t fwd, UniqueFd sock, const sockaddr_storage &peer) {
     ForwardListener &l = fwds_[fwd];
     Endpoints ep;
-    ep.v6 = false;
+    ep.v6 = l.v6;
     if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
-    gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
-    map_v4(ipv4_bytes(l.guest4).data(), ep.guest);
-    map_v4(ipv4_bytes(forwarded_source(peer)).data(), ep.remote);
+    std::memcpy(ep.guest, l.guest, 16);
+    if (l.v6) {
+        forwarded_source6(cfg_, peer, ep.remote);
+        gateway_mac6(ep.remote, ep.gw_mac); // as for a guest flow to it
+    } else {
+        gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
+        map_v4(ipv4_bytes(forwarded_source(peer)).data(), ep.remote);
+    }
     ep.guest_port = l.guest_port;
     ep.remote_port = peer.ss_family == AF_INET6
                          ? ntohs(reinterpret_cast<const sockaddr_in6 &>(peer).sin6_port)
                          : ntohs(reinterpret_cast<const sockaddr_in &>(peer).sin_port);
-    const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false);
+    const uint64_t h = table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, ep.v6);
     // The 4-tuple taken by a flow the guest opened (two host peers can
     // only clash after the gateway translation). Then the forward's own
     // bounds, never the guest's admission: its connections, all forwards'
@@ -151,7 +164,7 @@ void FastPath::open_forwarded(size_t fwd, UniqueFd sock, const sockaddr_storage 
     // its rate. Refused, the client gets an RST at once: an accepted
     // connection cannot wait for a retransmission.
     std::optional<uint32_t> slot;
-    if (!table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false, h)) {
+    if (!table_.find(ep.guest, ep.remote, ep.guest_port, ep.remote_port, ep.v6, h)) {
         if (l.live >= std::max<size_t>(cfg_.forward_flows_each, 1) ||
             forwarded_open_ >= cfg_.forward_flows)
             ++stats_.forward_full;

@@ -90,8 +90,10 @@ public:
     std::optional<uint32_t> find_guest_side(const uint8_t guest[16], const uint8_t remote[16],
                                             uint16_t guest_port, uint16_t remote_port) const {
         if (table_.open_flows() == 0) return std::nullopt;
-        return table_.find(guest, remote, guest_port, remote_port, false,
-                           table_.hash(guest, remote, guest_port, remote_port, false));
+        // IPv4 ends are ::ffff:a.b.c.d; an IPv6 guest end (1.7) is not.
+        const bool v6 = !is_mapped_v4(guest);
+        return table_.find(guest, remote, guest_port, remote_port, v6,
+                           table_.hash(guest, remote, guest_port, remote_port, v6));
     }
 
     // Where a new client of fwd goes: a free slot, or the victim's once
@@ -129,7 +131,8 @@ public:
         f.reply_from = {};
         f.last_ms = now_ms;
         f.answered = false;
-        table_.insert(i, table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, false));
+        table_.insert(i,
+                      table_.hash(ep.guest, ep.remote, ep.guest_port, ep.remote_port, ep.v6));
         index_insert(i, client_hash(fwd, c));
         ++shares_[fwd].count;
         link(i);

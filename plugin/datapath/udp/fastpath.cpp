@@ -182,14 +182,11 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
         return Verdict::NotMine;
     const Route r = classify(cfg_, d.v6, d.src, d.dst, d.dport);
     if (r == Route::NotMine) return Verdict::NotMine;
-    // A reply to a forward's client (IPv4 only: forwards go to the guest's
-    // IPv4 address).
-    if (!d.v6) {
-        if (std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport)) {
-            clients_.answered(*c, now());
-            queue(clients_[*c], d.payload);
-            return Verdict::Consumed;
-        }
+    // A reply to a forward's client (IPv4, or IPv6 for an IPv6 guest end).
+    if (std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport)) {
+        clients_.answered(*c, now());
+        queue(clients_[*c], d.payload);
+        return Verdict::Consumed;
     }
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
     std::optional<uint32_t> idx = table_.find(d.src, d.dst, d.sport, d.dport, d.v6, h);
@@ -226,7 +223,7 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
 
 Verdict FastPath::routed_frame(std::span<const uint8_t> frame) {
     Datagram d;
-    if (parse_datagram(frame, d) != Parse::Ok || d.v6) return Verdict::NotMine;
+    if (parse_datagram(frame, d) != Parse::Ok) return Verdict::NotMine;
     // Only a forward's client has a guest end outside the guest's own
     // addresses (the guest's flows are keyed by its own).
     const std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport);
@@ -729,6 +726,13 @@ void FastPath::take_socket_error(Flow &f) {
 
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                           uint16_t guest_port) {
+    uint8_t guest[16];
+    map_v4(ipv4_bytes(guest4).data(), guest);
+    return add_forward(host, host_len, guest, false, guest_port);
+}
+
+int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
+                          bool v6, uint16_t guest_port) {
     if (host_len > socklen_t(sizeof(sockaddr_storage)) ||
         (host->sa_family != AF_INET && host->sa_family != AF_INET6))
         return EINVAL;
@@ -766,13 +770,15 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     std::memset(&f.host, 0, sizeof f.host);
     std::memcpy(&f.host, host, host_len);
     f.host_len = host_len;
-    f.guest4 = guest4;
+    std::memcpy(f.guest, guest, 16);
+    f.v6 = v6;
     f.guest_port = guest_port;
     return 0;
 }
 
 void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
-    if (!f.udp) return;
+    // libslirp carries no IPv6 guest end (SlirpAdapter::add_forward).
+    if (!f.udp || f.guest_v6) return;
     if (taken)
         keep_for_libslirp(f.guest, f.guest_port);
     else
@@ -819,8 +825,8 @@ std::optional<uint16_t> FastPath::visible_port(size_t slot, const ClientAddr &cl
             port = uint16_t(1024 + h % (65536 - 1024));
         }
         if (clients_.find_guest_side(ep.guest, ep.remote, ep.guest_port, port)) continue;
-        if (table_.find(ep.guest, ep.remote, ep.guest_port, port, false,
-                        table_.hash(ep.guest, ep.remote, ep.guest_port, port, false)))
+        if (table_.find(ep.guest, ep.remote, ep.guest_port, port, ep.v6,
+                        table_.hash(ep.guest, ep.remote, ep.guest_port, port, ep.v6)))
             continue;
         return port;
     }
@@ -838,13 +844,18 @@ std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &
     }
     const Forward &fw = fwds_[slot];
     Endpoints ep;
-    ep.v6 = false;
+    ep.v6 = fw.v6;
     if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
-    gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
-    map_v4(ipv4_bytes(fw.guest4).data(), ep.guest);
+    std::memcpy(ep.guest, fw.guest, 16);
     sockaddr_storage peer{};
     std::memcpy(&peer, &client, std::min<size_t>(len, sizeof client));
-    map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
+    if (fw.v6) {
+        forwarded_source6(cfg_, peer, ep.remote);
+        gateway_mac6(ep.remote, ep.gw_mac); // as for a guest flow to it
+    } else {
+        gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
+        map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
+    }
     ep.guest_port = fw.guest_port;
     ep.remote_port = client_port(client);
     const std::optional<uint16_t> port = visible_port(slot, client, ep);
@@ -914,7 +925,9 @@ void FastPath::receive_forward(size_t slot) {
                 ++stats_.forward_waiting_mac;
                 if (last_arp_ms_ < 0 || t - last_arp_ms_ >= kArpIntervalMs) {
                     last_arp_ms_ = t;
-                    send_arp(fwds_[slot].guest4);
+                    // An IPv6 end shares the guest's one MAC: asked by
+                    // ARP for the guest's own IPv4 address.
+                    send_arp(fwds_[slot].v6 ? cfg_.guest4 : ipv4_of(fwds_[slot].guest));
                 }
                 continue;
             }

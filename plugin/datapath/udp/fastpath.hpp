@@ -173,6 +173,9 @@ public:
     // an errno (EADDRINUSE).
     int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                     uint16_t guest_port);
+    // The same to guest (IPv4-mapped, or IPv6 with v6: 1.7).
+    int add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
+                    bool v6, uint16_t guest_port);
     // Closes the forward's socket and its flows (as libslirp, whose one
     // socket carries them all). False: no such forward.
     bool remove_forward(const sockaddr *host, socklen_t host_len);
@@ -206,7 +209,8 @@ private:
         bool wildcard = false; // bound to 0.0.0.0 or ::: replies pick their source
         sockaddr_storage host{};
         socklen_t host_len = 0;
-        uint32_t guest4 = 0;
+        uint8_t guest[16]{}; // IPv4-mapped unless v6
+        bool v6 = false;
         uint16_t guest_port = 0;
     };
     // Guest datagrams queued for one UDP_SEGMENT send: one flow, all of
