@@ -333,9 +333,9 @@ RKNP_API rknp_status rknp_parent_list_forwards(const rknp_parent *p,
             o.guest_port = f.guest_port;
             put(o.host_addr, f.host_string());
             // guest_addr (1.1) is too short for IPv6: "" there, the
-            // address in guest_address (1.7) for callers that have it.
+            // address in guest_addr_full (1.7) for callers that have it.
             if (!f.guest_v6) put(o.guest_addr, f.guest_string());
-            put(o.guest_address, f.guest_string());
+            put(o.guest_addr_full, f.guest_string());
             rknp::write_versioned(base + size_t(i++) * stride, o);
         }
     });

@@ -57,9 +57,14 @@ static_assert(sizeof(void *) != 8 ||
 static_assert(offsetof(rknp_config, udp_path) == RKNP_CONFIG_SIZE_1_4);
 static_assert(offsetof(rknp_config, guest_address) == RKNP_CONFIG_SIZE_1_5);
 static_assert(offsetof(rknp_config, ipv6_network) == RKNP_CONFIG_SIZE_1_6);
+// dns_address6 came late in 1.7, after its reserved block: a caller built
+// against the earlier 1.7 header (struct_size up to reserved_1_7) keeps
+// its layout.
+static_assert(offsetof(rknp_config, dns_address6) ==
+              offsetof(rknp_config, reserved_1_7) + 7);
 static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
 static_assert(offsetof(rknp_stats, tcp_forward_accepted) == RKNP_STATS_SIZE_1_5);
-static_assert(offsetof(rknp_forward_info, guest_address) ==
+static_assert(offsetof(rknp_forward_info, guest_addr_full) ==
               offsetof(rknp_forward_info, reserved_1_1) + 2);
 // ... and every struct ends on a member (its reserved block), not on tail
 // padding: the next minor starts at this header's sizeof.

@@ -118,9 +118,9 @@ func (p *Parent) Forwards() ([]Forward, error) {
 		out := make([]Forward, 0, int(count))
 		for i := C.uint32_t(0); i < count; i++ {
 			fi := C.rknp_go_fwd_at(buf, i)
-			// guest_address (1.7) holds it in full, IPv6 too; a library
+			// guest_addr_full (1.7) holds it in full, IPv6 too; a library
 			// before 1.7 leaves it zeroed (calloc) and fills guest_addr.
-			guest := C.GoString(&fi.guest_address[0])
+			guest := C.GoString(&fi.guest_addr_full[0])
 			if guest == "" {
 				guest = C.GoString(&fi.guest_addr[0])
 			}

@@ -113,7 +113,7 @@ extern "C" {
  *        address model for IPv6, and IPv6 alone); rknp_stats'
  *        published-port counters: tcp_forward_accepted to
  *        udp_forward_full; rknp_forward.guest_addr outside the network (a
- *        routed address) and IPv6; rknp_forward_info.guest_address (an
+ *        routed address) and IPv6; rknp_forward_info.guest_addr_full (an
  *        IPv6 guest_addr in full: filled for callers whose struct_size
  *        covers it); no new functions
  */
@@ -307,6 +307,11 @@ typedef struct rknp_config {
     const char *map_host_loopback6; /* with ipv6_network: an IPv6 address
                                      that reaches the host's ::1, besides
                                      the gateway; NULL: none */
+    uint8_t disable_ipv4;         /* 1: the child gets no IPv4 address or
+                                     route and guest IPv4 and ARP frames
+                                     are dropped (pasta's -6); needs
+                                     enable_ipv6 and enable_dhcp 0 */
+    uint8_t reserved_1_7[7];      /* 0; never a field (layout rule) */
     const char *dns_address6;     /* with ipv6_network: an IPv6 address
                                      where DNS (port 53) is forwarded to
                                      the host's resolver (its first
@@ -317,11 +322,6 @@ typedef struct rknp_config {
                                      ipv6_address nor the ipv6_gateway nor
                                      a mapped address; independent of
                                      disable_dns; NULL: none */
-    uint8_t disable_ipv4;         /* 1: the child gets no IPv4 address or
-                                     route and guest IPv4 and ARP frames
-                                     are dropped (pasta's -6); needs
-                                     enable_ipv6 and enable_dhcp 0 */
-    uint8_t reserved_1_7[7];      /* 0; never a field (layout rule) */
 } rknp_config;
 
 /** rknp_config.tcp_path (1.2). */
@@ -405,7 +405,7 @@ enum {
 #define RKNP_CONFIG_SIZE_1_6 \
     (offsetof(rknp_config, reserved_1_6) + 7)
 #define RKNP_CONFIG_SIZE_1_7 \
-    (offsetof(rknp_config, reserved_1_7) + 7)
+    (offsetof(rknp_config, dns_address6) + sizeof(const char *))
 
 /**
  * Static initialiser with every default, the same struct as
@@ -417,7 +417,7 @@ enum {
       NULL, NULL, NULL, 10000, 0, RKNP_TCP_PATH_DEFAULT, 0, 0, 0,          \
       RKNP_TCP_PEEK_AUTO, { 0 }, RKNP_UDP_PATH_DEFAULT, { 0 }, NULL, NULL,  \
       NULL, NULL, NULL, RKNP_NETWORK_MODEL_SLIRP, { 0 }, NULL, NULL, NULL,  \
-      NULL, NULL, 0, { 0 } }
+      NULL, 0, { 0 }, NULL }
 
 /**
  * Clears struct_size bytes of cfg (pass sizeof(rknp_config)), sets every
@@ -641,9 +641,9 @@ enum { RKNP_PROTO_TCP = 0, RKNP_PROTO_UDP = 1 };
  * host's loopback reach the guest from the gateway address; other clients
  * keep their own source address. To an IPv6 guest_addr (1.7), a client
  * without an IPv6 address the guest could answer (loopback, IPv4) comes
- * from map_host_loopback6 where set, else from the IPv6 gateway. With disable_host_loopback, libslirp drops
- * UDP replies to loopback clients (TCP is unaffected). Later versions
- * append fields.
+ * from map_host_loopback6 where set, else from the IPv6 gateway. With
+ * disable_host_loopback, libslirp drops UDP replies to loopback clients
+ * (TCP is unaffected). Later versions append fields.
  */
 typedef struct rknp_forward {
     uint32_t struct_size;   /* set by rknp_forward_init */
@@ -713,7 +713,7 @@ typedef struct rknp_forward_info {
     char reserved_1_1[2];   /* the 1.1 header's tail padding, named in 1.4;
                                never a field */
     /* 1.7 */
-    char guest_address[46]; /* the guest address in full, IPv4 or IPv6
+    char guest_addr_full[46]; /* the guest address in full, IPv4 or IPv6
                                (guest_addr holds an IPv4 one only and is
                                "" for an IPv6 one) */
     char reserved_1_7[2];   /* 0; never a field (layout rule) */

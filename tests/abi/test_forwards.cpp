@@ -149,7 +149,7 @@ TEST_CASE("IPv6 host addresses forward to the IPv4 guest") {
     CHECK(rknp_parent_remove_forward(r.p, id, nullptr) == RKNP_OK);
 }
 
-TEST_CASE("1.7: an IPv6 guest_addr, listed in full in guest_address") {
+TEST_CASE("1.7: an IPv6 guest_addr, listed in full in guest_addr_full") {
     Running r(RKNP_TCP_PATH_FAST, true);
     uint16_t tport = free_port(), uport = free_port();
     auto t = tcp(tport, 80, "::1");
@@ -166,8 +166,8 @@ TEST_CASE("1.7: an IPv6 guest_addr, listed in full in guest_address") {
     REQUIRE(rknp_parent_list_forwards(r.p, list, 2, &count, nullptr) == RKNP_OK);
     REQUIRE(count == 2);
     CHECK(std::string(list[0].guest_addr).empty()); // 16 bytes: never a cut address
-    CHECK(std::string(list[0].guest_address) == "fd00:aaaa::2");
-    CHECK(std::string(list[1].guest_address) == "fd00::100");
+    CHECK(std::string(list[0].guest_addr_full) == "fd00:aaaa::2");
+    CHECK(std::string(list[1].guest_addr_full) == "fd00::100");
     CHECK(list[0].reserved_1_7[0] == 0);
     // An IPv4 one in both.
     auto v4 = tcp(free_port(), 80);
@@ -177,7 +177,7 @@ TEST_CASE("1.7: an IPv6 guest_addr, listed in full in guest_address") {
     for (auto &i : three) i.struct_size = sizeof i;
     REQUIRE(rknp_parent_list_forwards(r.p, three, 3, &count, nullptr) == RKNP_OK);
     CHECK(std::string(three[2].guest_addr) == "10.0.2.100");
-    CHECK(std::string(three[2].guest_address) == "10.0.2.100");
+    CHECK(std::string(three[2].guest_addr_full) == "10.0.2.100");
     // A 1.1 caller's element: guest_addr "" and nothing past its size.
     const uint32_t stride = 84; // sizeof in the 1.1 header on LP64
     std::vector<unsigned char> out(stride + 64, 0xA5);
