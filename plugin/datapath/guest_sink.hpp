@@ -35,6 +35,14 @@ public:
         write_frame(h, frame, joined_);
     }
 
+    // The frames just written draw an answer from the guest's kernel while
+    // they are written: a tap write runs the guest's receive path in the
+    // writer's thread, so the ACK of a SYN-ACK or of data the guest acks
+    // at once, or an ARP reply, is queued on the tap when the write
+    // returns. The loop reads it before it waits (a wait would only say it
+    // is there): a wake-up saved per such exchange.
+    virtual void expect_answer() {}
+
 protected:
     ~GuestSink() = default;
 

@@ -46,6 +46,7 @@ void TapIo::attach(UniqueFd tap, bool vnet_hdr) {
 }
 
 TapRead TapIo::read_frame(std::span<uint8_t> buf, size_t &len) {
+    answer_due_ = false; // this read (or the next wait) sees the answer
     ssize_t n = ::read(tap_.get(), buf.data(), buf.size());
     int err = n < 0 ? errno : 0;
     TapRead r = classify_tap_read(n, err, buf.size());

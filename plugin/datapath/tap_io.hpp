@@ -2,12 +2,15 @@
 
 // The tap in the parent: non-blocking reads of guest frames and writes of
 // guest-bound frames (with the vnet header when the tap has offloads on),
-// counted in Stats. Stack thread only.
+// counted in Stats, and when the loop reads (a burst read dry, one frame
+// a wake-up otherwise, the guest's answer to a frame just written before
+// the wait). Stack thread only.
 #pragma once
 
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <span>
 #include <string>
 
@@ -52,6 +55,24 @@ public:
     void write_frame_parts(const VnetHdr &h, std::span<const uint8_t> frame,
                            std::span<const iovec> rest) override;
     static constexpr size_t kMaxParts = 64;
+    // Whether a loop round whose wait found the tap readable or not
+    // (ready) should read it dry rather than read one frame: once it was
+    // readable kBurstRounds rounds running. Reading a burst dry costs one
+    // read past its end (EAGAIN); one frame a round costs a wait for each
+    // further frame: the same at two frames a wake-up, so only a third
+    // round running says reading dry pays. Two were too few: a guest's
+    // short connection has its RST and its next SYN in two rounds, one
+    // frame each, and paid an EAGAIN read for each connection.
+    bool burst(bool ready) {
+        ready_rounds_ = ready ? std::min(ready_rounds_ + 1, kBurstRounds) : 0;
+        return ready_rounds_ == kBurstRounds;
+    }
+    static constexpr int kBurstRounds = 3;
+    // A frame just written draws an answer from the guest's kernel (see
+    // GuestSink::expect_answer), and the tap was not read since: the
+    // answer is most likely queued already.
+    bool answer_due() const { return answer_due_; }
+    void expect_answer() override { answer_due_ = true; }
 
     // Whether the tap takes UDP GSO frames (VIRTIO_NET_HDR_GSO_UDP_L4,
     // Linux >= 6.2; older kernels refuse the write with EINVAL). Asks by
@@ -64,6 +85,8 @@ private:
     Stats &stats_;
     UniqueFd tap_;
     bool vnet_hdr_ = false;
+    bool answer_due_ = false;
+    int ready_rounds_ = 0; // rounds running the tap was readable (capped)
 };
 
 } // namespace rknp

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The stack thread's loop: the wait, host sockets, tap input, timers,
-// tasks, the hand-over, then the guest-bound frames of the round; and
-// which path takes each forward.
+// tasks, the hand-over, then the guest-bound frames of the round and the
+// guest's answers to them; and which path takes each forward.
 #include "parent/stack_loop.hpp"
 
 #include <arpa/inet.h>
@@ -357,7 +357,7 @@ void StackLoop::detach_tap(const std::string &why) {
     for (const std::unique_ptr<Path> &p : paths_) p->tap_detached();
 }
 
-void StackLoop::drain_tap(int budget) {
+int StackLoop::drain_tap(int budget) {
     // What the paths queued (the UDP fast path's guest datagrams) goes out
     // once the reads stop, and the next reads' first one goes out at once.
     struct EndOfInput {
@@ -366,7 +366,8 @@ void StackLoop::drain_tap(int budget) {
             for (const std::unique_ptr<Path> &p : paths) p->end_of_input();
         }
     } end_of_input{paths_};
-    for (int i = 0; i < budget && tap_.attached(); ++i) {
+    int i = 0;
+    for (; i < budget && tap_.attached(); ++i) {
         size_t len = 0;
         switch (tap_.read_frame(frame_, len)) {
         case TapRead::Frame:
@@ -377,11 +378,24 @@ void StackLoop::drain_tap(int budget) {
         case TapRead::Retry:
             break;
         case TapRead::Empty:
-            return;
+            return i;
         case TapRead::Gone:
             detach_tap(errno == 0 ? "end of file" : std::strerror(errno));
-            return;
+            return i;
         }
+    }
+    return i;
+}
+
+void StackLoop::read_answers() {
+    // The guest's kernel answered a frame of this round while it was
+    // written (TapIo::answer_due): its answer is read now, not after a wait
+    // that would return at once to say it is there. One frame at a time,
+    // as long as each one read draws another answer (a handshake's next
+    // step); up to the tap's budget, so host sockets still get a turn.
+    for (int i = 0; i < kTapBudget && tap_.attached() && tap_.answer_due(); ++i) {
+        if (drain_tap(1) == 0) return;
+        coalescer_.flush();
     }
 }
 
@@ -435,14 +449,13 @@ void StackLoop::run() {
             if (!evs.empty()) p->handle_events(evs, before);
             before = !evs.empty();
         }
-        // A tap readable two rounds running is in a burst: read it dry
-        // (up to the budget). Otherwise the wake-up is most likely for one
-        // frame (a request, an ACK): read that one and let the next wait
-        // say whether more came, which saves a read that would only
-        // return EAGAIN on every such wake-up.
+        // In a burst the tap is read dry (up to the budget); otherwise the
+        // wake-up is most likely for one frame (a request, an ACK): that
+        // one is read and the next wait says whether more came, which
+        // saves a read that would only return EAGAIN (TapIo::burst).
         const bool tap_ready = has_ref(events.of(EventOwner::Loop), kTapRef);
-        if (tap_ready) drain_tap(tap_ready_before_ ? kTapBudget : 1);
-        tap_ready_before_ = tap_ready;
+        if (tap_.burst(tap_ready)) drain_tap(kTapBudget);
+        else if (tap_ready) drain_tap(1);
         for (const std::unique_ptr<Path> &p : paths_) p->run_timers(now_ms_);
         if (has_ref(events.of(EventOwner::Loop), kWakeRef)) {
             uint64_t v;
@@ -451,6 +464,7 @@ void StackLoop::run() {
         }
         serve_handover(handover_polls);
         coalescer_.flush();
+        read_answers();
         publish_stats();
     }
 }

@@ -73,7 +73,10 @@ private:
     void handover_refused(const std::string &why);
     void adopt_tap(handover::Accepted &&a);
     // Reads and handles up to budget frames, fewer if the tap runs dry.
-    void drain_tap(int budget);
+    // Reads up to budget frames, stopping at EAGAIN; how many it read.
+    int drain_tap(int budget);
+    // The answers the round's frames drew from the guest, before the wait.
+    void read_answers();
     void detach_tap(const std::string &why);
     // The paths that are on, in ingress order: one line and one maker
     // each.
@@ -131,7 +134,6 @@ private:
     // what the round waits on with poll(2).
     std::vector<pollfd> own_polls_;
     std::vector<uint8_t> frame_;
-    bool tap_ready_before_ = false; // the tap was readable last round
     // Whether each event owner (a path) had events last round: a burst.
     std::array<bool, kEventOwners> ready_before_{};
     // The shared epoll set; before the paths, which register with it.

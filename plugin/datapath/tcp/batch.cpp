@@ -22,6 +22,7 @@ void GuestFrames::append(const Endpoints &ep, const OutFields &f,
     s.iov[1] = {s.hdr.data(), s.hdr_len};
     s.iov[2] = {s.payload, payload_len};
     ++n_;
+    if ((f.flags & kSyn) != 0 || f.acked_at_once) answer_due_ = true;
 }
 
 void GuestFrames::append_raw(std::span<const uint8_t> frame) {
@@ -35,6 +36,7 @@ void GuestFrames::append_raw(std::span<const uint8_t> frame) {
     s.iov[1] = {s.hdr.data(), s.hdr_len};
     s.iov[2] = {nullptr, 0};
     ++n_;
+    answer_due_ = true; // an ARP request
 }
 
 } // namespace rknp::tcp

@@ -32,7 +32,14 @@ public:
     size_t size() const { return n_; }
     bool empty() const { return n_ == 0; }
     size_t capacity() const { return slots_.size(); }
-    void clear() { n_ = 0; }
+    void clear() {
+        n_ = 0;
+        answer_due_ = false;
+    }
+    // A frame in the batch draws an answer from the guest's kernel while it
+    // is written (GuestSink::expect_answer): a SYN or SYN-ACK, data marked
+    // OutFields::acked_at_once, an ARP request.
+    bool answer_due() const { return answer_due_; }
 
     // The frame's iovecs for one writev: vnet header, headers, payload
     // (the last only if there is payload).
@@ -77,6 +84,7 @@ private:
     std::vector<uint8_t> payload_buf_;
     size_t data_cap_;
     size_t n_ = 0;
+    bool answer_due_ = false;
 };
 
 } // namespace rknp::tcp

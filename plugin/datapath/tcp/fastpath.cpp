@@ -356,6 +356,7 @@ void FastPath::flush_to_guest() {
     if (cfg_.guest == nullptr) return;
     for (size_t i = 0; i < out_.size(); ++i)
         cfg_.guest->write_frame(out_.vnet(i), out_.headers(i), out_.payload(i));
+    if (out_.answer_due()) cfg_.guest->expect_answer();
     out_.clear();
 }
 

@@ -842,6 +842,10 @@ bool Flow::push(FlowContext &c) {
             f.flags = uint8_t(kAck | (left == 0 ? kPsh : 0));
             f.window = wf;
             f.ip_id = v_.ip_id++;
+            // A Linux guest acks at once the first data of a connection
+            // (quick-ack mode) and two full segments; the segments of an
+            // exchange in progress it may hold for its reply.
+            f.acked_at_once = v_.snd_nxt == v_.iss + 1 || l >= 2 * size_t(v_.mss);
             c.out.append(v_.ep, f, l, v_.mss);
             v_.snd_nxt += uint32_t(l);
         }

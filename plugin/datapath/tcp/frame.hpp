@@ -61,6 +61,9 @@ struct OutFields {
     uint16_t mss_opt = 0; // non-zero: MSS option (SYN-ACK)
     int ws_opt = -1;      // >= 0: window scale option (SYN-ACK)
     uint16_t ip_id = 0;
+    // Data the guest's kernel acknowledges the moment it takes it (not
+    // sent, only noted in the batch: GuestFrames::answer_due).
+    bool acked_at_once = false;
 };
 
 // Writes the headers of a segment carrying payload_len bytes into hdr (at
