@@ -93,14 +93,19 @@ void FastPath::settle(const FlowContext &c, uint32_t idx) {
 
 void FastPath::service_pending() {
     int64_t t = now();
-    // Each slot is in the ring at most once; stop when output fills up.
-    for (size_t todo = pending_count_; todo > 0 && out_.control_room(); --todo) {
+    // Round-robin: each slot is in the ring at most once, served in order
+    // and back at the tail if it wants more (kShareFrames); after one pass
+    // the turns go on while the batch has room for data, each further one
+    // adding a frame or settling a flow's want; stop when output fills up.
+    for (size_t todo = pending_count_ + out_.data_room(); todo > 0 && pending_count_ != 0 &&
+                                                         out_.control_room();
+         --todo) {
         uint32_t idx = pending_[pending_head_];
         pending_head_ = (pending_head_ + 1) % pending_.size();
         --pending_count_;
         queued_[idx] = 0;
         if (table_[idx].closed()) continue;
-        FlowContext c = ctx(t);
+        FlowContext c = ctx(t, pending_count_ != 0 ? kShareFrames : SIZE_MAX);
         table_[idx].service(c);
         settle(c, idx);
     }
@@ -224,7 +229,8 @@ void FastPath::deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> 
         ++stats_.reorder_held;
         return;
     }
-    FlowContext c = ctx(t);
+    // Sending on after a guest ACK waits its turn if other flows wait.
+    FlowContext c = ctx(t, turn_frames(pending_count_ != 0));
     table_[idx].guest_segment(c, s);
     settle(c, idx);
     if (replaying_) return;
@@ -266,6 +272,13 @@ void FastPath::handle_events(std::span<const epoll_event> evs, bool) {
             service_pending();
         }
     }
+    // The flows with host events this round share the batch with each
+    // other and with those already waiting (turn_frames).
+    size_t flow_events = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const uint64_t ref = EventSource::ref_of(evs[i]);
+        if (ref != kWakeRef && !(ref & kListenerTag)) ++flow_events;
+    }
     for (size_t i = 0; i < n; ++i) {
         const uint64_t ref = EventSource::ref_of(evs[i]);
         if (ref == kWakeRef) continue;
@@ -275,10 +288,12 @@ void FastPath::handle_events(std::span<const epoll_event> evs, bool) {
         }
         if (!table_.names_open_flow(ref)) continue;
         uint32_t idx = uint32_t(ref);
-        FlowContext c = ctx(now());
+        FlowContext c = ctx(now(), turn_frames(flow_events > 1 || pending_count_ != 0));
         table_[idx].socket_events(c, evs[i].events);
         settle(c, idx);
     }
+    // Their turns, while the batch has room.
+    if (pending_count_ != 0 && out_.data_room() != 0) service_pending();
     if (pending_count_ != 0) wake();
 }
 

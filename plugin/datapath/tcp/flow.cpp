@@ -436,6 +436,7 @@ void Flow::socket_events(FlowContext &c, uint32_t ev) {
         // first, then the RST after it.
         if (v_.state == State::Established && (ev & EPOLLIN)) {
             v_.host_shut = true;
+            c.data_frames = SIZE_MAX; // no later turn: all the room there is
             push(c);
             if (closed()) return;
         }
@@ -778,9 +779,12 @@ bool Flow::push(FlowContext &c) {
             return read;
         }
         uint32_t budget = v_.snd_wnd - inflight;
-        size_t room = c.out.data_room();
+        // Discard mode takes the whole room: a peek there copies the bytes
+        // in flight again, and a share of a frame or two per peek would
+        // copy them many times over (discard_peek_worth_it would refuse).
+        size_t room = std::min(c.out.data_room(), discard ? SIZE_MAX : c.data_frames);
         if (room == 0) {
-            v_.want_push = true;
+            v_.want_push = true; // service() goes on, in turn with the others
             return read;
         }
         room = std::min(room, PeekScratch::kDataIovs);
@@ -848,6 +852,7 @@ bool Flow::push(FlowContext &c) {
             f.acked_at_once = v_.snd_nxt == v_.iss + 1 || l >= 2 * size_t(v_.mss);
             c.out.append(v_.ep, f, l, v_.mss);
             v_.snd_nxt += uint32_t(l);
+            if (!discard) --c.data_frames;
         }
         v_.snd_high = seq_max(v_.snd_high, v_.snd_nxt);
         if (fresh && !v_.rtt_timing) {

@@ -15,6 +15,7 @@
 
 #include <sys/socket.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/fd.hpp"
@@ -68,6 +69,12 @@ struct FlowContext {
     // The host's loopback MTU when the fast path started (0: unknown):
     // the path MTU of every connection to it, without asking TCP_INFO.
     uint32_t loopback_mtu;
+    // Data frames this call may still add (push() counts them down): the
+    // flow's share of the batch while other flows wait for it too, so that
+    // the loop serves them in turn, not the first ones with all they hold
+    // (FastPath::turn_frames); no bound otherwise. At 0 a flow with data
+    // to send asks for service() (its turn in the pending ring).
+    size_t data_frames = SIZE_MAX;
     // Set by a flow that has a frame for a guest whose MAC is unknown.
     bool want_guest_mac = false;
 };
