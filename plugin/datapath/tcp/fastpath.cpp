@@ -93,22 +93,32 @@ void FastPath::settle(const FlowContext &c, uint32_t idx) {
 
 void FastPath::service_pending() {
     int64_t t = now();
-    // Round-robin: each slot is in the ring at most once, served in order
-    // and back at the tail if it wants more (kShareFrames); after one pass
-    // the turns go on while the batch has room for data, each further one
-    // adding a frame or settling a flow's want; stop when output fills up.
-    for (size_t todo = pending_count_ + out_.data_room(); todo > 0 && pending_count_ != 0 &&
-                                                         out_.control_room();
-         --todo) {
+    auto turn = [&] {
         uint32_t idx = pending_[pending_head_];
         pending_head_ = (pending_head_ + 1) % pending_.size();
         --pending_count_;
         queued_[idx] = 0;
-        if (table_[idx].closed()) continue;
+        if (table_[idx].closed()) return;
         FlowContext c = ctx(t, pending_count_ != 0 ? kShareFrames : SIZE_MAX);
         table_[idx].service(c);
         settle(c, idx);
+    };
+    // Round-robin: each slot is in the ring at most once, served in order
+    // and back at the tail if it wants more (kShareFrames). One pass gives
+    // every flow waiting now a turn, the batch written out to the guest
+    // whenever it fills (without a sink, as in tests, the pass stops
+    // there); then further turns while the batch has room, each adding a
+    // frame or settling a flow's want.
+    for (size_t pass = pending_count_; pass > 0 && pending_count_ != 0; --pass) {
+        if (!out_.control_room() || out_.data_room() == 0) {
+            if (cfg_.guest == nullptr) return;
+            flush_to_guest();
+        }
+        turn();
     }
+    for (size_t more = out_.data_room(); more > 0 && pending_count_ != 0 && out_.control_room();
+         --more)
+        turn();
 }
 
 void FastPath::reply_rst(const Segment &s) {
@@ -229,8 +239,10 @@ void FastPath::deliver(uint32_t idx, const Segment &s, std::span<const uint8_t> 
         ++stats_.reorder_held;
         return;
     }
-    // Sending on after a guest ACK waits its turn if other flows wait.
-    FlowContext c = ctx(t, turn_frames(pending_count_ != 0));
+    // A guest ACK lets its flow send on at once, a share's worth if other
+    // flows wait (their turns come before its next): the ACKs, up to 256 a
+    // round, keep the batch going between two of the loop's waits.
+    FlowContext c = ctx(t, pending_count_ != 0 ? kShareFrames : SIZE_MAX);
     table_[idx].guest_segment(c, s);
     settle(c, idx);
     if (replaying_) return;

@@ -125,6 +125,8 @@ public:
     void tap_detached() override;
 
     const FastPathStats &stats() const { return stats_; }
+    // Data frames a flow's turn gives it while other flows wait (turn_frames).
+    static constexpr size_t kShareFrames = 2;
     // The guest's flows (what FlowLimits counts), and the connections
     // accepted on forwards.
     size_t flows() const override { return table_.open_flows() - forwarded_open_; }
@@ -176,15 +178,15 @@ private:
     // The guest-bound batch is shared out round-robin while flows wait for
     // it: a flow called on for a host event or a guest ACK takes all the
     // room it finds when none waits (a lone bulk flow fills the batch as
-    // before), else it joins the back of the pending ring (turn_frames 0),
-    // whose turns give kShareFrames each and put a flow that has more back
-    // at the tail (service_pending goes round while the batch has room).
+    // before), else a host event puts it at the back of the pending ring
+    // (turn_frames 0) and an ACK gives it kShareFrames first; the ring's
+    // turns give kShareFrames each and put a flow that has more back at
+    // the tail (service_pending goes round while the batch has room).
     // Before, each flow took all it could in its turn: when the loop could
     // not keep up (100 downloads on a busy machine) a flow's share followed
     // the bytes its host socket held, so the flows whose buffers the kernel
     // had grown first kept the larger share (issue 38: Jain's index
     // 0.79-0.92 where the host kernel has 1.00).
-    static constexpr size_t kShareFrames = 2;
     static size_t turn_frames(bool others_wait) { return others_wait ? 0 : SIZE_MAX; }
     // RFC 6528: a keyed hash of the 4-tuple plus a 4 us clock.
     uint32_t isn_for(uint64_t h) const;
