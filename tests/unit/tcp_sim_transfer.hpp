@@ -213,6 +213,22 @@ inline Bytes host_to_guest(Sim &sim, Guest &g, int host_fd, const Bytes &data, H
     return got;
 }
 
+// The fast path's own socket of a flow: the one whose local address is the
+// accepted connection's peer (the test shares the process with it).
+inline int flow_socket_of(int accepted) {
+    sockaddr_storage peer{};
+    socklen_t plen = sizeof peer;
+    if (::getpeername(accepted, reinterpret_cast<sockaddr *>(&peer), &plen) < 0) return -1;
+    for (int fd = 3; fd < 4096; ++fd) {
+        sockaddr_storage me{};
+        socklen_t mlen = sizeof me;
+        if (fd == accepted || ::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &mlen) < 0)
+            continue;
+        if (mlen == plen && std::memcmp(&me, &peer, plen) == 0) return fd;
+    }
+    return -1;
+}
+
 // A guest connection to a loopback listener, accepted on the host side,
 // the window updates after the handshake consumed.
 struct Conn {

@@ -30,21 +30,6 @@ FastPathConfig fair_config(size_t batch) {
     return c;
 }
 
-// The fast path's end of the host connection accepted as `accepted`.
-int flow_socket_of(int accepted) {
-    sockaddr_storage peer{};
-    socklen_t plen = sizeof peer;
-    if (::getpeername(accepted, reinterpret_cast<sockaddr *>(&peer), &plen) < 0) return -1;
-    for (int fd = 3; fd < 4096; ++fd) {
-        sockaddr_storage me{};
-        socklen_t mlen = sizeof me;
-        if (fd == accepted || ::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &mlen) < 0)
-            continue;
-        if (mlen == plen && std::memcmp(&me, &peer, plen) == 0) return fd;
-    }
-    return -1;
-}
-
 int queued(int fd) {
     int q = -1;
     return ::ioctl(fd, FIONREAD, &q) == 0 ? q : -1;

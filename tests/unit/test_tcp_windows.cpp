@@ -360,23 +360,6 @@ TEST_CASE("tcp_fastpath: the retransmission timer follows the measured RTT") {
 
 namespace {
 
-// The fast path's own socket of a flow: the one whose local address is the
-// accepted connection's peer (the test shares the process with it).
-int flow_socket_of(int accepted) {
-    sockaddr_storage peer{};
-    socklen_t plen = sizeof peer;
-    if (::getpeername(accepted, reinterpret_cast<sockaddr *>(&peer), &plen) < 0) return -1;
-    for (int fd = 3; fd < 4096; ++fd) {
-        sockaddr_storage me{};
-        socklen_t mlen = sizeof me;
-        if (fd == accepted ||
-            ::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &mlen) < 0)
-            continue;
-        if (mlen == plen && std::memcmp(&me, &peer, plen) == 0) return fd;
-    }
-    return -1;
-}
-
 int int_opt(int fd, int level, int opt) {
     int v = -1;
     socklen_t len = sizeof v;
