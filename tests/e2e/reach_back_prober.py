@@ -28,6 +28,7 @@ reached root R, environ E, ptrace P".
 import ctypes
 import json
 import os
+import signal
 import sys
 import time
 
@@ -71,11 +72,19 @@ def try_environ(pid):
 def try_ptrace(pid):
     if libc.ptrace(PTRACE_ATTACH, pid, None, None) != 0:
         return False
+    sig = 0
     try:
-        os.waitpid(pid, WALL)
-    except ChildProcessError:
+        _, status = os.waitpid(pid, WALL)
+        if os.WIFSTOPPED(status) and os.WSTOPSIG(status) != signal.SIGSTOP:
+            # Another signal (the test's SIGTERM) stopped it first: hand it
+            # back on detach, and drop the attach's SIGSTOP still pending
+            # (a SIGCONT discards it). Detaching with 0 dropped the SIGTERM
+            # and the process never ended: the case timed out.
+            sig = os.WSTOPSIG(status)
+            os.kill(pid, signal.SIGCONT)
+    except (ChildProcessError, ProcessLookupError):
         pass
-    libc.ptrace(PTRACE_DETACH, pid, None, None)
+    libc.ptrace(PTRACE_DETACH, pid, None, ctypes.c_void_p(sig))
     return True
 
 
