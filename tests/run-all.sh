@@ -4,7 +4,7 @@
 # The whole test suite: shellcheck, build, unit + ABI + integration + reliability tests
 # (ctest), valgrind, a bounded fuzz run, Go tests, the rootlesskit
 # end-to-end tests (again with TCP through libslirp, and the fast-path
-# cases again with the discard peek mode), faults mid-transfer, a 5-minute soak, some of them again on Debian
+# cases again with the discard peek mode), faults mid-transfer, a 6-minute soak, some of them again on Debian
 # 12's kernel 6.1 and Debian 11's 5.10 in a VM (tests/vm/run.sh) and the Debian packages
 # (tests/package/run.sh). Run as root on a fresh machine (it installs the
 # Debian packages it needs).
@@ -97,8 +97,8 @@ step "flood: a guest opening 200k flows against rootlesskit's real fd limit"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/flood.sh"
 step "faults: rootlesskit's parent killed, the child's netns gone, rknp-slirp4netns out of memory"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/faults.sh"
-step "soak: 5 minutes of mixed traffic through three stacks, flows and fds back to where they started"
-BUILD_DIR=$BUILD "$ROOT/tests/soak/run.sh" --duration 300 --plot
+step "soak: 6 minutes of mixed traffic through three stacks, flows and fds back to where they started"
+BUILD_DIR=$BUILD "$ROOT/tests/soak/run.sh" --duration 360 --plot
 step "slirp4netns compatibility: stock rootlesskit with rknp-slirp4netns"
 BUILD_DIR=$BUILD "$ROOT/tests/e2e/compat_slirp4netns.sh"
 step "pasta compatibility: rknp-pasta as Podman runs pasta, and under rootlesskit v3 --net=pasta"

@@ -21,9 +21,9 @@
 # gone with the host silent (FIN_WAIT2), the host's FIN with the guest
 # writing on).
 #
-#   sudo tests/soak/run.sh                           # 5 minutes in all
+#   sudo tests/soak/run.sh                           # 6 minutes in all
 #   sudo tests/soak/run.sh --duration 60m --plot     # the long run
-#   flags: --duration N[s|m|h] (the whole run, default 300 s)
+#   flags: --duration N[s|m|h] (the whole run, default 360 s)
 #          --stacks "plugin plugin-slirp s4n" --interval 10 --out DIR
 #          --full-drain / --no-full-drain (default: on from 20 minutes)
 #          --plot (soak.png, python3-matplotlib)
@@ -69,7 +69,7 @@ set -euo pipefail
 SOAK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 E2E_DIR=$SOAK_DIR/../e2e
 
-DURATION=300 STACKS="plugin plugin-slirp s4n" INTERVAL=10 OUT="" FULL_DRAIN="" PLOT=""
+DURATION=360 STACKS="plugin plugin-slirp s4n" INTERVAL=10 OUT="" FULL_DRAIN="" PLOT=""
 ARGS=("$@")
 while [ $# -gt 0 ]; do
     case $1 in
