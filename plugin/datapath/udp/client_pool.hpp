@@ -61,7 +61,7 @@ public:
     Flow &operator[](uint32_t i) { return table_[i]; }
     const Flow &operator[](uint32_t i) const { return table_[i]; }
 
-    // Forward fwd (its index in the fast path) starts: no clients, a full
+    // Forward fwd (its index in udp::Forwards) starts: no clients, a full
     // bucket. Its record grows the list once, when the forward is added.
     void open_forward(size_t fwd, int64_t now_ms) {
         if (fwd >= shares_.size()) shares_.resize(fwd + 1, Share(rate_, now_ms));

@@ -1,22 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// The UDP fast path (udp::FastPath, fastpath.hpp), the whole class: its
-// flows and the guest's datagrams out (one UDP_SEGMENT send for a run of
-// equal sizes), idle expiry; the guest-bound half (the host sockets'
-// events of a round, their datagrams to the guest: one GSO frame for a run
-// of equal datagrams where the tap takes it, IP fragments over the guest's
-// MTU; the errors ICMP left on them as ICMP messages to the guest); and the
-// forwarded ports (one host socket per forward in the path's epoll set;
-// each client address sending to it is a flow towards the guest's end, in
-// the forwards' own pool, client_pool.hpp, whose replies leave through that
-// socket, sendto, from the address the client sent to). Past 700 lines on
-// purpose: the three parts share the flow table, the epoll set, the read
-// buffers and the queued run, so a cut would halve the class; the parts
-// with a job of their own are classes of their own (ClientPool, Flow,
-// UdpGsoSplitter, frame.hpp).
+// The UDP fast path (udp::FastPath, fastpath.hpp), the whole class: the
+// dispatch of guest frames and host events (a forward's event to
+// udp::Forwards); the guest's flows and their datagrams out (one
+// UDP_SEGMENT send for a run of equal sizes, a forward's client's replies
+// too, on its forward's socket), idle expiry; the guest-bound half (host
+// sockets' datagrams to the guest, one GSO frame for a run of equal
+// datagrams where the tap takes it, IP fragments over the guest's MTU;
+// the errors ICMP left on a flow's socket as ICMP messages to the guest).
 #include "datapath/udp/fastpath.hpp"
 
-#include <arpa/inet.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -28,8 +21,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/addr.hpp"
-#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "datapath/tap_io.hpp"
@@ -45,7 +36,6 @@ constexpr uint16_t kDhcpServerPort = 67;
 bool segmentation_refused(int err) {
     return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == EMSGSIZE;
 }
-
 
 // A socket connected to the flow's host address (bound first to the
 // outbound address if one is set), or why not: err, and whether it is a
@@ -93,79 +83,22 @@ HostSocket connect_host_socket(bool v6, const HostAddrs &addrs) {
     return h;
 }
 
-uint16_t client_port(const ClientAddr &c) {
-    return ntohs(c.sa.sa_family == AF_INET6 ? c.v6.sin6_port : c.v4.sin_port);
-}
-
-bool is_wildcard(const sockaddr *host) {
-    if (host->sa_family == AF_INET)
-        return reinterpret_cast<const sockaddr_in *>(host)->sin_addr.s_addr == htonl(INADDR_ANY);
-    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(host)->sin6_addr);
-}
-
-// What a forward's datagram says beside its bytes: the segment size of a
-// coalesced read (len if none) and the address it was sent to.
-struct Received {
-    size_t seg;
-    ReplySource to;
-};
-
-Received read_cmsgs(msghdr &m, size_t len) {
-    Received r{len, {}};
-    for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-            c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-            int g;
-            std::memcpy(&g, CMSG_DATA(c), sizeof g);
-            if (g > 0) r.seg = size_t(g);
-        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
-                   c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
-            in_pktinfo pi;
-            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
-            // The local address the kernel would answer from, a unicast
-            // one even for a datagram to a broadcast address.
-            r.to.family = AF_INET;
-            r.to.v4 = pi.ipi_spec_dst;
-        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
-                   c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
-            in6_pktinfo pi;
-            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
-            if (IN6_IS_ADDR_MULTICAST(&pi.ipi6_addr)) continue; // no source to answer from
-            r.to.family = AF_INET6;
-            r.to.v6.ipi6_addr = pi.ipi6_addr;
-            r.to.v6.ipi6_ifindex = IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr) ? pi.ipi6_ifindex : 0;
-        }
-    }
-    return r;
-}
-
-// ARP requests while the guest's MAC is unknown: at most one this often.
-constexpr int64_t kArpIntervalMs = 1000;
-// Ports tried for a client whose own is taken towards the guest, beyond
-// its own: with the pool at most a few thousand clients, 8 draws all
-// taken is as good as never.
-constexpr int kPortDraws = 8;
-
 } // namespace
 
 FastPath::FastPath(FastPathConfig cfg, GuestSink &guest)
     : cfg_(std::move(cfg)), guest_(guest), events_(cfg_.shared_epoll_fd, EventOwner::Udp),
       table_(std::max<size_t>(cfg_.max_flows, 1), random_flow_seeds()[0]),
-      timers_(std::max<size_t>(cfg_.max_flows, 1)),
-      clients_(cfg_.forward_clients, cfg_.forward_clients_each, cfg_.forward_new_per_sec,
-               random_flow_seeds()[0]),
-      port_seed_(random_flow_seeds()[1]), run_buf_(kMaxPayload),
-      rx_buf_(kRecvBatch * kRecvBuf) {}
+      timers_(std::max<size_t>(cfg_.max_flows, 1)), port_seed_(random_flow_seeds()[1]),
+      run_buf_(kMaxPayload),
+      forwards_(cfg_, events_, guest_, table_, rx_, stats_, *this, port_seed_) {}
 
 bool FastPath::icmp_left_error(int err) {
     return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH ||
            err == EHOSTDOWN || err == EPROTO;
 }
 
-int64_t FastPath::now() const { return cfg_.clock ? cfg_.clock() : monotonic_ms(); }
-
 Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
-    learn_guest_mac(frame);
+    forwards_.learn_guest_mac(frame);
     Datagram d;
     switch (parse_datagram(frame, d)) {
     case Parse::NotMine:
@@ -183,9 +116,8 @@ Verdict FastPath::guest_frame(std::span<const uint8_t> frame) {
     const Route r = classify(cfg_, d.v6, d.src, d.dst, d.dport);
     if (r == Route::NotMine) return Verdict::NotMine;
     // A reply to a forward's client (IPv4, or IPv6 for an IPv6 guest end).
-    if (std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport)) {
-        clients_.answered(*c, now());
-        queue(clients_[*c], d.payload);
+    if (Flow *c = forwards_.answered(d)) {
+        queue(*c, d.payload);
         return Verdict::Consumed;
     }
     const uint64_t h = table_.hash(d.src, d.dst, d.sport, d.dport, d.v6);
@@ -226,10 +158,9 @@ Verdict FastPath::routed_frame(std::span<const uint8_t> frame) {
     if (parse_datagram(frame, d) != Parse::Ok) return Verdict::NotMine;
     // Only a forward's client has a guest end outside the guest's own
     // addresses (the guest's flows are keyed by its own).
-    const std::optional<uint32_t> c = clients_.find_guest_side(d.src, d.dst, d.sport, d.dport);
-    if (!c) return Verdict::NotMine;
-    clients_.answered(*c, now());
-    queue(clients_[*c], d.payload);
+    Flow *c = forwards_.answered(d);
+    if (c == nullptr) return Verdict::NotMine;
+    queue(*c, d.payload);
     return Verdict::Consumed;
 }
 
@@ -293,15 +224,10 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
 }
 
 void FastPath::close_flow(uint32_t idx) {
-    if (run_.count != 0 && run_.flow == &table_[idx]) flush();
+    closing(table_[idx]);
     timers_.cancel(idx);
     table_[idx].sock.reset(); // leaves the epoll set with it
     table_.release(idx);
-}
-
-void FastPath::close_client(uint32_t idx) {
-    if (run_.count != 0 && run_.flow == &clients_[idx]) flush();
-    clients_.remove(idx);
 }
 
 void FastPath::queue(Flow &f, std::span<const uint8_t> p) {
@@ -412,13 +338,7 @@ bool FastPath::guest_port_unreachable(const Datagram &q) {
     // The guest's socket for host datagrams is gone: so is the flow, or a
     // remote that goes on sending would keep its slot (and socket) for
     // ever. Its next datagram meets the host's own port unreachable.
-    if (!q.v6) {
-        if (std::optional<uint32_t> c = clients_.find_guest_side(q.dst, q.src, q.dport, q.sport)) {
-            close_client(*c);
-            ++stats_.closed_by_guest;
-            return true;
-        }
-    }
+    if (forwards_.guest_port_unreachable(q)) return true;
     const uint64_t h = table_.hash(q.dst, q.src, q.dport, q.sport, q.v6);
     const std::optional<uint32_t> idx = table_.find(q.dst, q.src, q.dport, q.sport, q.v6, h);
     if (!idx) return false; // libslirp's, or nobody's
@@ -454,7 +374,7 @@ void FastPath::tell_unreachable(const Datagram &d, const IcmpError &e) {
 }
 
 int64_t FastPath::ms_until_next_timer(int64_t now_ms) const {
-    int64_t d = clients_.next_expiry(cfg_.idle_ms, cfg_.idle_answered_ms);
+    int64_t d = forwards_.next_expiry();
     if (!timers_.empty() && (d < 0 || timers_.top_deadline() < d)) d = timers_.top_deadline();
     return d < 0 ? -1 : std::max<int64_t>(0, d - now_ms);
 }
@@ -471,11 +391,7 @@ void FastPath::run_timers(int64_t now_ms) {
         close_flow(idx);
         ++stats_.flows_expired;
     }
-    while (std::optional<uint32_t> c =
-               clients_.expired(now_ms, cfg_.idle_ms, cfg_.idle_answered_ms)) {
-        close_client(*c);
-        ++stats_.flows_expired;
-    }
+    forwards_.run_timers(now_ms);
 }
 
 std::string FastPath::tap_attached(TapIo &tap) {
@@ -491,8 +407,7 @@ void FastPath::tap_detached() {
     flush();
     for (uint32_t i = 0; i < table_.slots(); ++i)
         if (!table_[i].closed()) close_flow(i);
-    while (std::optional<uint32_t> c = clients_.any()) close_client(*c);
-    guest_mac_known_ = false; // the next tap's guest may differ
+    forwards_.tap_detached();
 }
 
 void FastPath::keep_for_libslirp(uint32_t guest4, uint16_t guest_port) {
@@ -533,8 +448,8 @@ void FastPath::poll_events() {
 void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
     for (const epoll_event &e : evs) {
         const uint64_t ref = EventSource::ref_of(e);
-        if (ref & kForwardTag) {
-            receive_forward(size_t(ref & ~kForwardTag));
+        if (ref & Forwards::kEventTag) {
+            forwards_.receive(size_t(ref & ~Forwards::kEventTag));
             continue;
         }
         if (!table_.names_open_flow(ref)) continue;
@@ -546,22 +461,14 @@ void FastPath::handle_events(std::span<const epoll_event> evs, bool burst) {
 
 void FastPath::receive(uint32_t idx, size_t batch) {
     Flow &f = table_[idx];
-    for (size_t i = 0; i < batch; ++i) {
-        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        m = msghdr{};
-        m.msg_iov = &rx_iov_[i];
-        m.msg_iovlen = 1;
-        m.msg_control = rx_ctl_[i].data();
-        m.msg_controllen = sizeof rx_ctl_[i];
-    }
+    for (size_t i = 0; i < batch; ++i) (void)rx_.prepare(i);
     int n;
     if (batch == 1) { // recvmsg(2): no second read that would only find the queue empty
-        const ssize_t r = ::recvmsg(f.sock.get(), &rx_msgs_[0].msg_hdr, MSG_DONTWAIT);
-        if (r >= 0) rx_msgs_[0].msg_len = unsigned(r);
+        const ssize_t r = ::recvmsg(f.sock.get(), &rx_.msgs[0].msg_hdr, MSG_DONTWAIT);
+        if (r >= 0) rx_.msgs[0].msg_len = unsigned(r);
         n = r < 0 ? -1 : 1;
     } else {
-        n = ::recvmmsg(f.sock.get(), rx_msgs_.data(), unsigned(batch), MSG_DONTWAIT, nullptr);
+        n = ::recvmmsg(f.sock.get(), rx_.msgs.data(), unsigned(batch), MSG_DONTWAIT, nullptr);
     }
     if (n < 0) {
         if (icmp_left_error(errno)) drain_errors(idx);
@@ -573,8 +480,8 @@ void FastPath::receive(uint32_t idx, size_t batch) {
     // Each read's datagram size: UDP_GRO's, or the read's own length.
     std::array<size_t, kRecvBatch> seg{};
     for (int i = 0; i < n; ++i) {
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        seg[i] = rx_msgs_[i].msg_len;
+        msghdr &m = rx_.msgs[i].msg_hdr;
+        seg[i] = rx_.msgs[i].msg_len;
         for (cmsghdr *c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
             if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
                 c->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -585,8 +492,8 @@ void FastPath::receive(uint32_t idx, size_t batch) {
         }
     }
     for (size_t i = 0; i < size_t(n);) {
-        const size_t len = rx_msgs_[i].msg_len;
-        const uint8_t *data = rx_buf_.data() + i * kRecvBuf;
+        const size_t len = rx_.msgs[i].msg_len;
+        const uint8_t *data = rx_.buf(i);
         if (len == 0) { // an empty datagram is one too
             to_guest(f, {});
             ++i;
@@ -596,7 +503,7 @@ void FastPath::receive(uint32_t idx, size_t batch) {
         // go to the guest as one GSO frame where the tap takes them.
         size_t j = i + 1, total = len;
         if (guest_gso_ && seg[i] == len && fits_mtu(f.ep, len, cfg_.mtu)) {
-            while (j < size_t(n) && seg[j] == rx_msgs_[j].msg_len && seg[j] != 0 &&
+            while (j < size_t(n) && seg[j] == rx_.msgs[j].msg_len && seg[j] != 0 &&
                    seg[j] <= len && fits_gso_frame(f.ep, total + seg[j])) {
                 total += seg[j++];
                 if (seg[j - 1] < len) break;
@@ -608,7 +515,7 @@ void FastPath::receive(uint32_t idx, size_t batch) {
             continue;
         }
         for (size_t k = i; k < j; ++k)
-            gather_[k - i] = iovec{rx_buf_.data() + k * kRecvBuf, rx_msgs_[k].msg_len};
+            gather_[k - i] = iovec{rx_.buf(k), rx_.msgs[k].msg_len};
         VnetHdr v{};
         // The IPv4 id: only fragments need one of their own (below).
         const size_t h = build_gso_datagrams(hdr_.data(), v, f.ep, total, len, uint16_t(ip_id_));
@@ -620,6 +527,10 @@ void FastPath::receive(uint32_t idx, size_t batch) {
 }
 
 void FastPath::run_to_guest(Flow &f, std::span<const uint8_t> p, size_t seg) {
+    if (p.empty()) { // an empty datagram is one too
+        to_guest(f, {});
+        return;
+    }
     if (guest_gso_ && seg < p.size() && fits_mtu(f.ep, seg, cfg_.mtu) &&
         fits_gso_frame(f.ep, p.size())) {
         VnetHdr v{};
@@ -733,47 +644,10 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
 
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
                           bool v6, uint16_t guest_port) {
-    if (host_len > socklen_t(sizeof(sockaddr_storage)) ||
-        (host->sa_family != AF_INET && host->sa_family != AF_INET6))
-        return EINVAL;
-    UniqueFd fd(::socket(host->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) return errno;
-    const int one = 1;
-    // "::" must not also claim the IPv4 port: that is a forward of its own.
-    // No SO_REUSEADDR: for UDP it would let any other socket with it bind
-    // the same port (and take datagrams), and hide EADDRINUSE.
-    if (host->sa_family == AF_INET6 &&
-        ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-        return errno;
-    if (::bind(fd.get(), host, host_len) < 0) return errno;
-    // On a wildcard address every datagram says which of the host's
-    // addresses it was sent to, for the replies' source.
-    const bool wildcard = is_wildcard(host);
-    if (wildcard &&
-        (host->sa_family == AF_INET
-             ? ::setsockopt(fd.get(), IPPROTO_IP, IP_PKTINFO, &one, sizeof one)
-             : ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one)) < 0)
-        return errno;
-    // Several datagrams of one client per read when they come in a burst.
-    if (cfg_.segmentation) (void)::setsockopt(fd.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
-    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
-    size_t slot = 0;
-    while (slot < fwds_.size() && fwds_[slot].fd) ++slot;
-    if (slot == fwds_.size()) fwds_.emplace_back();
-    // Level-triggered: one batch per forward and round.
-    if (events_.add(fd.get(), EPOLLIN, kForwardTag | slot) < 0) return errno;
-    flush(); // a run queued for a client of the forward that had this slot
-    clients_.open_forward(slot, now());
-    Forward &f = fwds_[slot];
-    f.fd = std::move(fd);
-    f.wildcard = wildcard;
-    std::memset(&f.host, 0, sizeof f.host);
-    std::memcpy(&f.host, host, host_len);
-    f.host_len = host_len;
-    std::memcpy(f.guest, guest, 16);
-    f.v6 = v6;
-    f.guest_port = guest_port;
-    return 0;
+    // Belt and braces: a run queued now leaves before the new forward's
+    // clients take slots closed ones had (closing() already sent theirs).
+    flush();
+    return forwards_.add(host, host_len, guest, v6, guest_port);
 }
 
 void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
@@ -783,179 +657,6 @@ void FastPath::forward_behind(const ForwardSpec &f, bool taken) {
         keep_for_libslirp(f.guest, f.guest_port);
     else
         release_to_fast_path(f.guest, f.guest_port);
-}
-
-bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
-    for (size_t slot = 0; slot < fwds_.size(); ++slot) {
-        Forward &f = fwds_[slot];
-        if (!f.fd || !same_ip_port(f.host, host, host_len)) continue;
-        close_forward_flows(slot);
-        f.fd.reset(); // leaves the epoll set with it
-        return true;
-    }
-    return false;
-}
-
-size_t FastPath::forwards() const {
-    size_t n = 0;
-    for (const Forward &f : fwds_) n += f.fd ? 1 : 0;
-    return n;
-}
-
-void FastPath::close_forward_flows(size_t slot) {
-    while (std::optional<uint32_t> c = clients_.any_of(slot)) close_client(*c);
-}
-
-std::optional<uint16_t> FastPath::visible_port(size_t slot, const ClientAddr &client,
-                                               const Endpoints &ep) const {
-    // Loopback, IPv6 and in-network clients all come from the gateway as
-    // the guest sees them: two with the same port, on one forward or on two
-    // forwards to the same guest end (127.0.0.1 and ::1), or a client and a
-    // flow the guest opened, must not share a 4-tuple, or the guest's
-    // replies could not be told apart. Draws from a keyed hash of the
-    // client, so a client cannot choose the port it lands on.
-    uint64_t h = hash_mix(port_seed_, slot);
-    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client)));
-    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 8));
-    h = hash_mix(h, load64(reinterpret_cast<const uint8_t *>(&client) + 16));
-    for (int draw = 0; draw <= kPortDraws; ++draw) {
-        uint16_t port = ep.remote_port;
-        if (draw != 0) {
-            h = hash_mix(h, uint64_t(draw));
-            port = uint16_t(1024 + h % (65536 - 1024));
-        }
-        if (clients_.find_guest_side(ep.guest, ep.remote, ep.guest_port, port)) continue;
-        if (table_.find(ep.guest, ep.remote, ep.guest_port, port, ep.v6,
-                        table_.hash(ep.guest, ep.remote, ep.guest_port, port, ep.v6)))
-            continue;
-        return port;
-    }
-    return std::nullopt;
-}
-
-std::optional<uint32_t> FastPath::forwarded_flow(size_t slot, const ClientAddr &client,
-                                                 socklen_t len, int64_t now_ms) {
-    if (std::optional<uint32_t> idx = clients_.find_client(slot, client)) return idx;
-    // A new client: its forward's rate first (a flood of new source ports
-    // spends the forward's tokens, never the guest's).
-    if (!clients_.take_token(slot, now_ms)) {
-        ++stats_.forward_rate_limited;
-        return std::nullopt;
-    }
-    const Forward &fw = fwds_[slot];
-    Endpoints ep;
-    ep.v6 = fw.v6;
-    if (guest_mac_known_) std::memcpy(ep.guest_mac, guest_mac_, 6);
-    std::memcpy(ep.guest, fw.guest, 16);
-    sockaddr_storage peer{};
-    std::memcpy(&peer, &client, std::min<size_t>(len, sizeof client));
-    if (fw.v6) {
-        forwarded_source6(cfg_, peer, ep.remote);
-        gateway_mac6(ep.remote, ep.gw_mac); // as for a guest flow to it
-    } else {
-        gateway_mac4(ipv4_bytes(cfg_.gateway4).data(), ep.gw_mac);
-        map_v4(ipv4_bytes(forwarded_source(cfg_, peer)).data(), ep.remote);
-    }
-    ep.guest_port = fw.guest_port;
-    ep.remote_port = client_port(client);
-    const std::optional<uint16_t> port = visible_port(slot, client, ep);
-    if (!port) {
-        ++stats_.forward_clashes;
-        return std::nullopt;
-    }
-    if (*port != ep.remote_port) ++stats_.forward_remapped;
-    ep.remote_port = *port;
-    const ClientPool::Place place = clients_.place_for(slot);
-    if (place.room == ClientPool::Room::None) {
-        ++stats_.forward_full;
-        return std::nullopt;
-    }
-    if (place.room == ClientPool::Room::Evict) {
-        close_client(place.victim);
-        ++stats_.forward_evicted;
-    }
-    const std::optional<uint32_t> idx = clients_.add(slot, client, len, ep, now_ms);
-    if (!idx) { // not after place_for: cannot happen
-        ++stats_.forward_full;
-        return std::nullopt;
-    }
-    clients_[*idx].segmentation = cfg_.segmentation;
-    ++stats_.flows_opened;
-    ++stats_.forward_admitted;
-    return idx;
-}
-
-void FastPath::receive_forward(size_t slot) {
-    if (slot >= fwds_.size() || !fwds_[slot].fd) return;
-    for (size_t i = 0; i < kRecvBatch; ++i) {
-        rx_iov_[i] = iovec{rx_buf_.data() + i * kRecvBuf, kRecvBuf};
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        m = msghdr{};
-        m.msg_name = &rx_names_[i];
-        m.msg_namelen = sizeof rx_names_[i];
-        m.msg_iov = &rx_iov_[i];
-        m.msg_iovlen = 1;
-        m.msg_control = rx_ctl_[i].data();
-        m.msg_controllen = sizeof rx_ctl_[i];
-    }
-    const int n =
-        ::recvmmsg(fwds_[slot].fd.get(), rx_msgs_.data(), kRecvBatch, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return;
-    const int64_t t = now();
-    for (int i = 0; i < n; ++i) {
-        msghdr &m = rx_msgs_[i].msg_hdr;
-        ++stats_.forward_datagrams;
-        if (m.msg_namelen < sizeof(sockaddr_in) ||
-            (rx_names_[i].sa.sa_family != AF_INET && rx_names_[i].sa.sa_family != AF_INET6))
-            continue;
-        const std::optional<uint32_t> idx =
-            forwarded_flow(slot, rx_names_[i], m.msg_namelen, t);
-        if (!idx) continue;
-        clients_.touch(*idx, t);
-        Flow &f = clients_[*idx];
-        const size_t len = rx_msgs_[i].msg_len;
-        const Received r = read_cmsgs(m, len);
-        // The latest address the client used, should it change.
-        if (fwds_[slot].wildcard) f.reply_from = r.to;
-        static const uint8_t zero[6] = {};
-        if (std::memcmp(f.ep.guest_mac, zero, 6) == 0) {
-            if (!guest_mac_known_) {
-                // Dropped, as a network drops what waits for ARP too long;
-                // the client's retry finds the MAC known.
-                ++stats_.forward_waiting_mac;
-                if (last_arp_ms_ < 0 || t - last_arp_ms_ >= kArpIntervalMs) {
-                    last_arp_ms_ = t;
-                    // An IPv6 end shares the guest's one MAC: asked by
-                    // ARP for the guest's own IPv4 address.
-                    send_arp(fwds_[slot].v6 ? cfg_.guest4 : ipv4_of(fwds_[slot].guest));
-                }
-                continue;
-            }
-            std::memcpy(f.ep.guest_mac, guest_mac_, 6);
-        }
-        const uint8_t *data = rx_buf_.data() + size_t(i) * kRecvBuf;
-        if (len == 0) { // an empty datagram is one too
-            to_guest(f, {});
-            continue;
-        }
-        // A coalesced read (one client's burst): one GSO frame where the
-        // tap takes them. Reads are not joined across clients or reads.
-        run_to_guest(f, {data, len}, r.seg);
-    }
-}
-
-void FastPath::learn_guest_mac(std::span<const uint8_t> frame) {
-    (void)rknp::learn_guest_mac(frame, guest_mac_, guest_mac_known_);
-}
-
-void FastPath::send_arp(uint32_t guest4) {
-    // An address routed behind the guest answers no ARP: the guest does,
-    // for its own, with the MAC that address is reached through.
-    if ((guest4 & cfg_.mask4) != (cfg_.net4 & cfg_.mask4)) guest4 = cfg_.guest4;
-    uint8_t f[kArpRequestLen];
-    gateway_arp_request(cfg_.gateway4, ipv4_bytes(guest4).data(), f);
-    guest_.write_frame(VnetHdr{}, {f, sizeof f}, {});
-    ++stats_.arp_requests;
 }
 
 } // namespace rknp::udp

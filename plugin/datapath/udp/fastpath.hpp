@@ -12,9 +12,10 @@
 // reports (IP_RECVERR: port unreachable, ...) reach the guest as ICMP, so
 // its connected sockets see ECONNREFUSED. No allocation per datagram.
 // DNS to the virtual DNS address, DHCP, and everything inside the virtual
-// network stay libslirp's (NotMine). Forwarded ports: a host socket each,
-// each client address a flow towards the guest's end, in a pool of their
-// own apart from the guest's flows (add_forward, client_pool.hpp).
+// network stay libslirp's (NotMine). Forwarded ports are udp::Forwards
+// (forwards.hpp), which this path owns: their events and the guest's
+// replies to their clients come through here, their clients' datagrams
+// go to the guest and the replies to them leave in this path's runs.
 //
 // Use from the loop (tap with IFF_VNET_HDR: frames carry partial
 // checksums): guest frames go to guest_frame() before libslirp; after a
@@ -32,7 +33,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -44,70 +44,15 @@
 #include "datapath/path.hpp"
 #include "datapath/flows/timer_heap.hpp"
 #include "datapath/guest_sink.hpp"
-#include "datapath/udp/client_pool.hpp"
+#include "datapath/udp/fastpath_config.hpp"
 #include "datapath/udp/flow.hpp"
+#include "datapath/udp/forwards.hpp"
 #include "datapath/udp/frame.hpp"
+#include "datapath/udp/read_buffers.hpp"
 
 namespace rknp::udp {
 
-struct FastPathConfig : VirtualNet {
-    uint32_t mtu = 65520;
-    // Slots of the flow table (the parent's effective max_flows; the cap
-    // shared with TCP and libslirp is enforced through admit_flow).
-    size_t max_flows = 16384;
-    // Asked before every new flow the guest opens; empty: always Accept.
-    // Never for a forward's clients, which have their own bounds:
-    std::function<Admission()> admit_flow;
-    // Forwarded ports' clients (client_pool.hpp): all forwards' at once,
-    // one forward's, and one forward's new clients a second.
-    size_t forward_clients = 4096, forward_clients_each = 2048;
-    uint32_t forward_new_per_sec = 20000;
-    // conntrack's UDP timeouts: a flow only the guest spoke on, and one
-    // the host answered.
-    int64_t idle_ms = 30000, idle_answered_ms = 180000;
-    // UDP_SEGMENT sends and UDP_GRO reads (tests turn them off to check
-    // the plain path).
-    bool segmentation = true;
-    // A millisecond clock instead of CLOCK_MONOTONIC: the stack loop's
-    // reading of its round, or a test's.
-    std::function<int64_t()> clock;
-    // The stack loop's epoll set, shared with its other sources
-    // (EventSource); -1: a set of its own, which poll_events() waits on.
-    int shared_epoll_fd = -1;
-};
-
-struct FastPathStats {
-    uint64_t flows_opened = 0, flows_refused = 0, flows_expired = 0;
-    uint64_t datagrams_to_host = 0, datagrams_to_guest = 0;
-    uint64_t dropped_to_host = 0;  // the host socket refused them
-    // A flow that could not connect (socket, bind or connect failed): the
-    // guest told with ICMP unreachable, for the first datagram and for
-    // those the short negative cache answered.
-    uint64_t unreachable = 0, unreachable_cached = 0;
-    uint64_t segmented_sends = 0;  // UDP_SEGMENT sends (of > 1 datagram)
-    uint64_t gso_frames = 0;       // guest-bound frames of > 1 datagram
-    uint64_t fragmented = 0;       // guest-bound datagrams over the MTU
-    uint64_t icmp_to_guest = 0;    // errors relayed
-    uint64_t socket_errors = 0;    // errors set with nothing queued (SO_ERROR)
-    uint64_t closed_by_guest = 0;  // flows the guest's port unreachable ended
-    uint64_t malformed = 0;
-    // Forwarded ports: datagrams from clients; clients given another
-    // port than their own towards the guest (another client the gateway
-    // translation made the same, or a flow the guest opened, had it) and
-    // those refused for want of one; datagrams dropped while the guest's
-    // MAC was asked for.
-    uint64_t forward_datagrams = 0, forward_remapped = 0, forward_clashes = 0;
-    uint64_t forward_waiting_mac = 0;
-    // New clients given a place, those over their forward's rate
-    // (dropped), clients evicted for a new one, and new ones refused for
-    // want of room (every client of the pool an answered one of another
-    // forward).
-    uint64_t forward_admitted = 0;
-    uint64_t forward_rate_limited = 0, forward_evicted = 0, forward_full = 0;
-    uint64_t arp_requests = 0;
-};
-
-class FastPath final : public Path {
+class FastPath final : public Path, private Forwards::Carrier {
 public:
     // Throws Error (epoll creation).
     FastPath(FastPathConfig cfg, GuestSink &guest);
@@ -162,24 +107,19 @@ public:
     // A tap with vnet headers is asked that once.
     std::string tap_attached(TapIo &tap) override;
 
-    // Forwarded ports, to guest4:guest_port (IPv4, host byte order): a
-    // host socket bound to host (IPv6 ones IPV6_V6ONLY; no SO_REUSEADDR,
-    // which for UDP would let another socket share the port) in the epoll
-    // set. Each client address sending to it opens a flow in the forwards'
-    // own pool (ClientPool: never the guest's admission or table) from the
-    // client as the guest sees it (forwarded_source; its own port unless
-    // that 4-tuple is taken) to guest4:guest_port; the guest's replies
-    // leave through the forward's socket with sendto to the client. 0 or
-    // an errno (EADDRINUSE).
+    // Forwarded ports (Forwards::add, remove: a host socket each, its
+    // clients flows towards guest:guest_port in a pool of their own), to
+    // guest4:guest_port (IPv4, host byte order) or to guest (IPv4-mapped,
+    // or IPv6 with v6: 1.7). 0 or an errno (EADDRINUSE); false: no such
+    // forward.
     int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                     uint16_t guest_port);
-    // The same to guest (IPv4-mapped, or IPv6 with v6: 1.7).
     int add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
                     bool v6, uint16_t guest_port);
-    // Closes the forward's socket and its flows (as libslirp, whose one
-    // socket carries them all). False: no such forward.
-    bool remove_forward(const sockaddr *host, socklen_t host_len);
-    size_t forwards() const;
+    bool remove_forward(const sockaddr *host, socklen_t host_len) {
+        return forwards_.remove(host, host_len);
+    }
+    size_t forwards() const { return forwards_.forwards(); }
     // The same through the Path interface: UDP forwards; one a later path
     // (libslirp) carries keeps its guest end there.
     bool carries(const ForwardSpec &f) const override { return f.udp; }
@@ -199,24 +139,15 @@ public:
     // The guest's flows (what FlowLimits counts), and the forwards' clients.
     size_t flows() const override { return table_.open_flows(); }
     size_t lingering_flows() const override { return flows(); }
-    size_t forward_flows() const { return clients_.size(); }
+    size_t forward_flows() const { return forwards_.clients(); }
     void publish(Stats &s) const override;
     const FastPathStats &stats() const { return stats_; }
 
 private:
-    struct Forward {
-        UniqueFd fd; // invalid: free entry
-        bool wildcard = false; // bound to 0.0.0.0 or ::: replies pick their source
-        sockaddr_storage host{};
-        socklen_t host_len = 0;
-        uint8_t guest[16]{}; // IPv4-mapped unless v6
-        bool v6 = false;
-        uint16_t guest_port = 0;
-    };
     // Guest datagrams queued for one UDP_SEGMENT send: one flow, all of
     // size seg except perhaps the last.
     struct Run {
-        Flow *flow = nullptr; // in table_ or clients_, which never move
+        Flow *flow = nullptr; // a guest flow's or a forward's client's: never moves
         size_t seg = 0, count = 0, len = 0;
     };
     // UDP_MAX_SEGMENTS is 64 on older kernels (128 on newer ones); the
@@ -226,16 +157,10 @@ private:
     static constexpr int kMaxEvents = 64;
     // epoll data (below EventSource's owner bits): flows have
     // FlowTable::ref (generation << 32 | slot, the generation 29 bits),
-    // forwards this bit and their index in fwds_.
-    static constexpr uint64_t kForwardTag = uint64_t(1) << 61;
-    static constexpr size_t kRecvBatch = 16;
-    // A received datagram's ancillary data: UDP_GRO's segment size and,
-    // on a wildcard forward, the packet's local address.
-    static constexpr size_t kRxCtl = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(in6_pktinfo));
-    static constexpr int kHostRcvBuf = 2 << 20; // SO_RCVBUF of host sockets
-    static constexpr size_t kRecvBuf = 65536;
+    // forwards Forwards::kEventTag and their index.
+    static constexpr size_t kRecvBatch = ReadBuffers::kBatch;
 
-    int64_t now() const;
+    int64_t now() const { return clock_ms(cfg_); }
     std::optional<uint32_t> open_flow(const Datagram &d, Route r, uint64_t h);
     // A destination a flow could not connect to, kUnreachableMs long: its
     // datagrams are answered from here, without an admission token and
@@ -256,7 +181,10 @@ private:
     // the guest): closes its flow; false if none is ours.
     bool guest_port_unreachable(const Datagram &q);
     void close_flow(uint32_t idx);
-    void close_client(uint32_t idx); // of clients_
+    // Forwards::Carrier: a run queued for f leaves before f closes.
+    void closing(const Flow &f) override {
+        if (run_.count != 0 && run_.flow == &f) flush();
+    }
     void queue(Flow &f, std::span<const uint8_t> payload);
     // Sends len bytes of datagrams of size seg (one if seg >= len) on
     // flow idx; false if the socket refused them (counted).
@@ -264,8 +192,9 @@ private:
     // One read of up to batch datagrams (kRecvBatch at most).
     void receive(uint32_t idx, size_t batch);
     void to_guest(Flow &f, std::span<const uint8_t> payload);
-    // A coalesced read: datagrams of seg bytes, the last perhaps shorter.
-    void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg);
+    // A coalesced read: datagrams of seg bytes, the last perhaps shorter
+    // (an empty payload: one empty datagram); Forwards::Carrier's too.
+    void run_to_guest(Flow &f, std::span<const uint8_t> payload, size_t seg) override;
     void drain_errors(uint32_t idx);
     // The socket's pending error (SO_ERROR), which nothing queued stands
     // for: cleared, and the guest told what it means.
@@ -278,41 +207,22 @@ private:
     static bool send_would_block(int err) {
         return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
     }
-    int flow_fd(const Flow &f) const { return f.fwd >= 0 ? fwds_[size_t(f.fwd)].fd.get() : f.sock.get(); }
-    // Reads a forward's socket (one recvmmsg batch: level-triggered).
-    void receive_forward(size_t slot);
-    // The client's flow (in clients_) of its datagrams on forward slot,
-    // opened if new; nullopt: refused (counted).
-    std::optional<uint32_t> forwarded_flow(size_t slot, const ClientAddr &client,
-                                           socklen_t len, int64_t now_ms);
-    // The port a new client of forward slot comes from as the guest sees
-    // it (ep.remote_port): its own unless that 4-tuple is taken; nullopt:
-    // no free one found.
-    std::optional<uint16_t> visible_port(size_t slot, const ClientAddr &client,
-                                         const Endpoints &ep) const;
-    void close_forward_flows(size_t slot);
-    // Forwarded flows need the guest's MAC (a guest flow has it from its
-    // first frame): learned from every guest frame, asked for with ARP.
-    void learn_guest_mac(std::span<const uint8_t> frame);
-    void send_arp(uint32_t guest4);
+    int flow_fd(const Flow &f) const {
+        return f.fwd >= 0 ? forwards_.socket_of(f) : f.sock.get();
+    }
 
     FastPathConfig cfg_;
     GuestSink &guest_;
     EventSource events_;
     FlowTable<Flow> table_; // the guest's flows
     TimerHeap timers_;
-    ClientPool clients_;    // the forwards' clients
-    uint64_t port_seed_;    // visible_port's draws
+    uint64_t port_seed_;    // unreachable_slot's key, and the forwards' port draws
     FastPathStats stats_;
     Run run_;
     std::vector<uint8_t> run_buf_;
     bool first_of_reads_sent_ = false; // end_of_input() clears it
-    std::vector<uint8_t> rx_buf_; // kRecvBatch buffers of kRecvBuf bytes
-    std::array<mmsghdr, kRecvBatch> rx_msgs_{};
-    std::array<iovec, kRecvBatch> rx_iov_{};
+    ReadBuffers rx_;                   // the forwards' reads too
     std::array<iovec, kRecvBatch> gather_{}; // a GSO frame's payload parts
-    std::array<std::array<uint64_t, (kRxCtl + 7) / 8>, kRecvBatch> rx_ctl_{};
-    std::array<ClientAddr, kRecvBatch> rx_names_{}; // forwards' clients
     std::array<uint8_t, kMaxHeaders> hdr_{};
     std::array<uint8_t, kMaxIcmpFrame> icmp_{};
     uint32_t ip_id_ = 0;
@@ -324,10 +234,9 @@ private:
         bool operator==(const GuestEnd &) const = default;
     };
     std::vector<GuestEnd> slirp_ends_; // keep_for_libslirp, one per forward
-    std::vector<Forward> fwds_;
-    uint8_t guest_mac_[6]{};
-    bool guest_mac_known_ = false;
-    int64_t last_arp_ms_ = -1;
+    // Last: it holds references to the members above, and its sockets
+    // leave the epoll set before events_ goes.
+    Forwards forwards_;
 };
 
 } // namespace rknp::udp
