@@ -24,6 +24,7 @@
 #include "common/error.hpp"
 #include "common/hash.hpp"
 #include "datapath/tap_io.hpp"
+#include "datapath/udp/host_socket.hpp"
 
 namespace rknp::udp {
 
@@ -35,52 +36,6 @@ constexpr uint16_t kDhcpServerPort = 67;
 // MTU, a kernel or device without UDP segmentation offload).
 bool segmentation_refused(int err) {
     return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == EMSGSIZE;
-}
-
-// A socket connected to the flow's host address (bound first to the
-// outbound address if one is set), or why not: err, and whether it is a
-// shortage of our own (fds, memory, ephemeral ports), which says nothing
-// about the destination.
-struct HostSocket {
-    UniqueFd fd;
-    int err = 0;
-    bool shortage = false;
-};
-
-bool shortage_errno(int err) {
-    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EAGAIN;
-}
-
-HostSocket connect_host_socket(bool v6, const HostAddrs &addrs) {
-    HostSocket h;
-    UniqueFd s(::socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    const int one = 1;
-    // IP_RECVERR: ICMP errors queue with their type and the datagram they
-    // answer, which is what the guest must be told.
-    if (!s.valid() ||
-        (v6 ? ::setsockopt(s.get(), SOL_IPV6, IPV6_RECVERR, &one, sizeof one)
-            : ::setsockopt(s.get(), SOL_IP, IP_RECVERR, &one, sizeof one)) != 0) {
-        h.err = errno;
-        // No IPv6 in this kernel (EAFNOSUPPORT) is the destination's
-        // business: no route to it.
-        h.shortage = h.err != EAFNOSUPPORT;
-        return h;
-    }
-    if (addrs.bind_len != 0 &&
-        ::bind(s.get(), reinterpret_cast<const sockaddr *>(&addrs.bind), addrs.bind_len) != 0) {
-        h.err = errno; // EADDRNOTAVAIL: the outbound address is not the host's
-        h.shortage = shortage_errno(h.err);
-        return h;
-    }
-    if (::connect(s.get(), reinterpret_cast<const sockaddr *>(&addrs.target),
-                  addrs.target_len) != 0) {
-        h.err = errno;
-        // EADDRNOTAVAIL here: no ephemeral port left.
-        h.shortage = shortage_errno(h.err) || h.err == EADDRNOTAVAIL;
-        return h;
-    }
-    h.fd = std::move(s);
-    return h;
 }
 
 } // namespace
@@ -173,14 +128,7 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
     }
     const uint32_t idx = *slot;
     const HostAddrs addrs = host_addrs(cfg_, r, d.v6, d.dst, d.dport);
-    HostSocket hs = connect_host_socket(d.v6, addrs);
-    if (hs.fd.valid() &&
-        connected_to_itself(hs.fd.get(), reinterpret_cast<const sockaddr *>(&addrs.target))) {
-        // While this one holds the port, a second socket gets another,
-        // and the guest hears what nothing listening there means.
-        HostSocket self = std::move(hs);
-        hs = connect_host_socket(d.v6, addrs);
-    }
+    HostSocket hs = open_host_socket(d.v6, addrs, cfg_.segmentation);
     if (!hs.fd.valid() && !hs.shortage) {
         // No route, no IPv6, a broadcast address (EACCES), an outbound
         // address the host lacks: the guest hears it at once, as from a
@@ -196,27 +144,17 @@ std::optional<uint32_t> FastPath::open_flow(const Datagram &d, Route r, uint64_t
         tell_unreachable(d, e);
         ++stats_.unreachable;
     }
-    UniqueFd s = std::move(hs.fd);
-    const int one = 1;
-    bool ok = s.valid();
-    bool segmentation = cfg_.segmentation;
-    // Without UDP_GRO reads simply come one datagram each.
-    if (ok && segmentation) (void)::setsockopt(s.get(), SOL_UDP, UDP_GRO, &one, sizeof one);
-    // Room for what arrives while the stack thread is busy elsewhere (the
-    // default, 208 KiB, overflows in about a millisecond at 2 Gbit/s: the
-    // udp_drops.sh benchmark counted it); the kernel caps it at rmem_max.
-    if (ok) (void)::setsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &kHostRcvBuf, sizeof kHostRcvBuf);
-    if (!ok || events_.add(s.get(), EPOLLIN, table_.ref(idx)) < 0) {
+    if (!hs.fd.valid() || events_.add(hs.fd.get(), EPOLLIN, table_.ref(idx)) < 0) {
         table_.unreserve(idx);
         ++stats_.dropped_to_host;
         return std::nullopt;
     }
     Flow &f = table_[idx];
     f.ep = guest_flow_endpoints(cfg_, d.v6, d.src_mac, d.src, d.dst, d.sport, d.dport);
-    f.sock = std::move(s);
+    f.sock = std::move(hs.fd);
     f.last_ms = now();
     f.answered = false;
-    f.segmentation = segmentation;
+    f.segmentation = cfg_.segmentation;
     table_.insert(idx, h);
     timers_.set(idx, f.last_ms + cfg_.idle_ms);
     ++stats_.flows_opened;
