@@ -6,12 +6,12 @@ package main
 // #include <stdlib.h>
 // #include <string.h>
 //
-// // glibc's mmap threshold held at its default (128 KiB) for the process's
-// // life, unless GLIBC_TUNABLES sets it: see holdMmapThreshold.
+// // glibc's mmap threshold held at 64 KiB for the process's life, unless
+// // GLIBC_TUNABLES sets it: see holdMmapThreshold.
 // static void rknp_hold_mmap_threshold(void) {
 //     const char *t = getenv("GLIBC_TUNABLES");
 //     if (t != NULL && strstr(t, "mmap_threshold") != NULL) return;
-//     (void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+//     (void)mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 // }
 import "C"
 
@@ -25,8 +25,11 @@ import "C"
 // is freed (any closed connection), the buffers then come from the heap,
 // the growth copies both, and each idle connection keeps 256 KiB (4000
 // idle flows: 1 GiB, kept after they close; docs/benchmarks.md). Setting
-// the threshold turns that raising off. Go allocates nothing with malloc;
-// only C code (the plugin, libslirp) sees this.
+// the threshold turns that raising off; 64 KiB, not glibc's 128, maps
+// libslirp's mbufs for 64 KiB frames too, which on the heap fragment it
+// (RSS 41 -> 50 MiB in 17 minutes of the soak; docs/soak.md). The value
+// is malloc_policy.hpp's kHeldMmapThreshold. Go allocates nothing with
+// malloc; only C code (the plugin, libslirp) sees this.
 func holdMmapThreshold() {
 	C.rknp_hold_mmap_threshold()
 }
