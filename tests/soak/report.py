@@ -18,12 +18,13 @@ Checks per stack:
     full drain those of baseline 0;
   - RSS after warm-up (max(60 s, the longest hold + 20 s, 10 % of the
     traffic), SOAK_WARMUP): grows by at most SOAK_RSS_BOUND_MIB (8) from
-    the warm-up's end to the traffic's end, does not only grow (every sample above the one before,
-    more than 1 MiB in all), and its least-squares slope is at most
+    the warm-up's end to the traffic's end, does not only grow (every
+    sample above the one before, more than 1 MiB in all), and its
+    least-squares slope is at most
     SOAK_RSS_SLOPE_MIB_H (1) MiB/h with 30 minutes after warm-up or more,
     else SOAK_RSS_SLOPE_SHORT_MIB_H (64: plugin-slirp's samples vary by
     about 1 MiB, within 43 MiB/h over any 180 s of a 20-minute run's
-    plateau; a leak of 1 KiB per TCP connection closed is about 150 MiB/h
+    plateau, with glibc's mmap threshold still at 128 KiB; a leak of 1 KiB per TCP connection closed is about 150 MiB/h
     here);
   - the sampler saw the whole run, and the guest's processes exited 0.
 """
@@ -137,8 +138,9 @@ class Report:
         t_first = num(traffic[0]["t_s"]) if traffic else 0
         # The traffic is steady only once its longest held connection has
         # ended once (hold_max_ms) and its stack has released it (libslirp:
-        # within about 20 s); plugin-slirp's RSS climbs until then (100-170 s
-        # in a 20-minute run), which a 60 s warm-up took for growth.
+        # within about 20 s). With glibc's mmap threshold at 128 KiB
+        # plugin-slirp's RSS climbed until 100-170 s into a 20-minute run,
+        # which a 60 s warm-up took for growth (docs/soak.md).
         hold_s = cfg.get("load", {}).get("hold_max_ms", 0) / 1000
         warm = float(os.environ.get("SOAK_WARMUP", max(60.0, hold_s + 20, 0.1 * self.meta["traffic_s"])))
         post = [(num(r["t_s"]) - t_first, num(r["rss_kib"])) for r in traffic if num(r["t_s"]) - t_first >= warm]
