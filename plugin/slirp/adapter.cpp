@@ -8,6 +8,7 @@
 #include <slirp/libslirp.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <utility>
 
@@ -20,6 +21,13 @@ namespace rknp {
 namespace {
 
 in_addr in4(uint32_t host_order) { return in_addr{htonl(host_order)}; }
+
+// libslirp's IPv6 gateway (vhost6), as bytes.
+std::array<uint8_t, 16> ipv6_gateway_bytes() {
+    std::array<uint8_t, 16> a{};
+    inet_pton(AF_INET6, kIpv6Gateway, a.data());
+    return a;
+}
 
 } // namespace
 
@@ -86,10 +94,15 @@ struct SlirpCallbacks {
             (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
         self(o).polls_.forget(fd);
         self(o).gate_.sockets().on_register(fd);
+        or_on_throw(0, [&] {
+            if (self(o).reaper_.on_register(fd)) self(o).polls_.watch_hangup(fd);
+            return 0;
+        });
     }
     static void unregister_poll_fd(int fd, void *o) noexcept {
         self(o).polls_.forget(fd);
         self(o).gate_.sockets().on_unregister(fd);
+        self(o).reaper_.on_unregister(fd);
     }
     static void notify(void *) noexcept {}
     static int add_poll(int fd, int events, void *o) noexcept {
@@ -166,7 +179,8 @@ SlirpAdapter::SlirpAdapter(const ParentConfig &cfg, TapIo &tap,
                            Coalescer &coalescer, PollSet &polls,
                            SlirpFlowGate::AdmitFlow admit)
     : cfg_(cfg), tap_(tap), coalescer_(coalescer), polls_(polls),
-      gate_(cfg.cidr, cfg.max_flows, std::move(admit)), routed_(cfg.cidr.guest()) {
+      gate_(cfg.cidr, cfg.max_flows, std::move(admit)), routed_(cfg.cidr.guest()),
+      reaper_(cfg.cidr.gateway(), ipv6_gateway_bytes().data()) {
     if (libslirp_has_reass_loop(slirp_version_string()))
         wrap_guard_ = std::make_unique<ReassWrapGuard>();
     SlirpConfig sc{};
@@ -227,6 +241,7 @@ void SlirpAdapter::to_guest(std::span<const uint8_t> frame) {
         }
     }
     if (wrap_guard_) wrap_guard_->from_slirp(frame);
+    reaper_.from_slirp(frame);
     if (tap_.vnet_hdr())
         coalescer_.push(frame); // written by flush() before the loop sleeps
     else
@@ -259,7 +274,23 @@ void SlirpAdapter::input(std::span<const uint8_t> frame) {
         tap_.drop_frame();
         return;
     }
+    reaper_.from_guest(frame);
     slirp_input(slirp_, frame.data(), int(frame.size()));
+    reap(); // the ACK of libslirp's FIN may have made one due
+}
+
+void SlirpAdapter::reap() {
+    std::span<const uint8_t> rst;
+    bool guest_bound = false;
+    while (reaper_.next_due(rst, guest_bound)) {
+        if (guest_bound) {
+            to_guest(rst);
+            continue;
+        }
+        gate_.sockets().begin_input(FlowKey{}); // a reset makes no socket
+        slirp_input(slirp_, rst.data(), int(rst.size()));
+        gate_.end();
+    }
 }
 
 void SlirpAdapter::before_wait(uint32_t &timeout_ms) {
@@ -280,6 +311,11 @@ void SlirpAdapter::before_wait(uint32_t &timeout_ms) {
 void SlirpAdapter::after_wait(bool ready, bool wait_failed) {
     // Which of its sockets are ready, when its set said some are.
     const bool error = wait_failed || (ready && polls_.collect() < 0);
+    // Before libslirp accepts: a client reconnecting from the port of a
+    // connection whose hangup is in this round must find it gone.
+    if (ready && !error)
+        for (const PollSet::Hangup &h : polls_.hangups()) reaper_.host_gone(h.fd, h.error);
+    reap();
     slirp_pollfds_poll(slirp_, error, SlirpCallbacks::get_revents, this);
 }
 
@@ -303,6 +339,7 @@ void SlirpAdapter::add_forward(const ForwardSpec &f) {
                            forward_flags(f)) < 0)
         throw_errno("forward " + f.host_side(), errno != 0 ? errno : EADDRINUSE);
     routed_.add(f);
+    reaper_.add_forward(f);
 }
 
 void SlirpAdapter::remove_forward(const ForwardSpec &f) {
@@ -311,6 +348,7 @@ void SlirpAdapter::remove_forward(const ForwardSpec &f) {
                               h.len, forward_flags(f)) < 0)
         throw Error(RKNP_ERR_INTERNAL, "libslirp lost forward " + f.host_side());
     routed_.remove(f);
+    reaper_.remove_forward(f);
 }
 
 } // namespace rknp

@@ -24,6 +24,7 @@
 #include "datapath/forward_spec.hpp"
 #include "datapath/path.hpp"
 #include "slirp/flow_gate.hpp"
+#include "slirp/forward_reaper.hpp"
 #include "slirp/poll_set.hpp"
 #include "slirp/queue_drain.hpp"
 #include "slirp/routed_ends.hpp"
@@ -86,6 +87,8 @@ private:
     void to_guest(std::span<const uint8_t> frame);
     // One admitted frame into slirp_input, past the reassembly guard.
     void input(std::span<const uint8_t> frame);
+    // The reaper's resets, into slirp_input (never inside a libslirp call).
+    void reap();
 
     const ParentConfig &cfg_;
     TapIo &tap_;
@@ -103,6 +106,8 @@ private:
     // Forwards to addresses routed behind the guest.
     RoutedEnds routed_;
     RoutedEnds::ArpFrame arp_{};
+    // Forwarded connections whose client is gone: out of libslirp.
+    ForwardReaper reaper_;
     // Set with a libslirp that has the reassembly-queue loop.
     std::unique_ptr<ReassWrapGuard> wrap_guard_;
     // Runs before slirp_cleanup; see queue_drain.hpp.

@@ -37,6 +37,19 @@ int PollSet::add_changed(int fd, int slirp_ev) {
     if (e.seen == round_) want |= e.events; // named twice: both interests
     const bool first_this_round = e.seen != round_;
     e.seen = round_;
+    if (e.parked) {
+        // Named again: back to libslirp's interest, and to end()'s sweep.
+        if (ctl(EPOLL_CTL_MOD, fd, want) < 0) {
+            (void)ctl(EPOLL_CTL_DEL, fd, 0);
+            e.in = false;
+        }
+        e.parked = false;
+        if (e.in) {
+            e.pos = uint32_t(watched_.size());
+            watched_.push_back(fd);
+            e.events = want;
+        }
+    }
     if (!e.in) {
         if (ctl(EPOLL_CTL_ADD, fd, want) < 0 &&
             (errno != EEXIST || ctl(EPOLL_CTL_MOD, fd, want) < 0))
@@ -68,13 +81,41 @@ void PollSet::end() {
             ++i;
             continue;
         }
+        if (e.watch_hup) {
+            park(fd, e); // moves the last one to i
+            continue;
+        }
         (void)ctl(EPOLL_CTL_DEL, fd, 0); // EBADF/ENOENT: closed, gone already
         drop(e);                         // moves the last one to i
     }
 }
 
+void PollSet::park(int fd, Entry &e) {
+    // Edge-triggered, no interest: HUP and ERR (always reported) wake one
+    // wait, not every one. A MOD reports what is already pending once.
+    const bool ok = ctl(EPOLL_CTL_MOD, fd, EPOLLET) == 0;
+    if (!ok) (void)ctl(EPOLL_CTL_DEL, fd, 0);
+    drop(e);
+    if (!ok) return;
+    e.in = true;
+    e.parked = true;
+    e.events = EPOLLET; // never what epoll_events() asks for: add() re-arms
+}
+
+void PollSet::watch_hangup(int fd) {
+    if (fd < 0) return;
+    if (size_t(fd) >= entries_.size()) entries_.resize(size_t(fd) + 1);
+    entries_[size_t(fd)].watch_hup = true;
+}
+
 void PollSet::drop(Entry &e) {
     if (!e.in) return;
+    if (e.parked) { // not in watched_
+        e.parked = false;
+        e.in = false;
+        e.events = 0;
+        return;
+    }
     const int last = watched_.back();
     watched_[e.pos] = last;
     entries_[size_t(last)].pos = e.pos;
@@ -85,9 +126,16 @@ void PollSet::drop(Entry &e) {
 
 int PollSet::collect() {
     const int n = ::epoll_wait(ep_.get(), ready_.data(), int(ready_.size()), 0);
+    hangups_.clear();
     for (int i = 0; i < n; ++i) {
         const size_t fd = size_t(ready_[size_t(i)].data.u64);
         if (fd >= entries_.size()) continue;
+        if (entries_[fd].parked) {
+            const uint32_t ev = ready_[size_t(i)].events;
+            if (ev & (EPOLLHUP | EPOLLERR))
+                hangups_.push_back({int(fd), (ev & EPOLLERR) != 0});
+            continue;
+        }
         entries_[fd].ready = round_;
         entries_[fd].revents = ready_[size_t(i)].events;
     }

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/fd.hpp"
@@ -53,7 +54,19 @@ public:
     }
     // Sockets libslirp did not name this round leave the set: a closed
     // peer's HUP, reported whatever is asked for, would wake every wait.
+    // Those under watch_hangup stay, edge-triggered with no interest: a
+    // hangup or error then wakes one wait and is listed by hangups().
     void end();
+    // Keep watching fd for a hangup while libslirp does not (until it is
+    // forgotten): libslirp stops reading a socket at its EOF.
+    void watch_hangup(int fd);
+    // The sockets under watch_hangup, unnamed by libslirp, that reported a
+    // hangup or an error in this round's collect().
+    struct Hangup {
+        int fd;
+        bool error; // EPOLLERR: reset, not closed both ways
+    };
+    std::span<const Hangup> hangups() const { return hangups_; }
     // This round's ready sockets (a non-blocking wait on fd()): how many,
     // or -1 with errno.
     int collect();
@@ -87,6 +100,8 @@ private:
         uint32_t revents = 0;  // epoll events reported in round `ready`
         uint32_t pos = 0;      // index in watched_ while registered
         bool in = false;       // registered in ep_
+        bool watch_hup = false; // park instead of leaving the set
+        bool parked = false;   // registered for HUP/ERR alone, not in watched_
     };
     static uint32_t epoll_events(int slirp_events) {
         // HUP and ERR are reported whatever is asked for.
@@ -103,6 +118,7 @@ private:
     int add_changed(int fd, int slirp_events);
     int ctl(int op, int fd, uint32_t events);
     void drop(Entry &e);
+    void park(int fd, Entry &e);
 
     UniqueFd ep_;
     uint64_t round_ = 0;
@@ -111,6 +127,7 @@ private:
     std::vector<int> watched_;   // the registered fds, for end()'s sweep
     static constexpr size_t kMaxEvents = 256; // the rest: next round
     std::array<epoll_event, kMaxEvents> ready_{};
+    std::vector<Hangup> hangups_;
     uint64_t ctl_calls_ = 0;
 };
 
