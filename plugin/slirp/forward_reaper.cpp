@@ -58,16 +58,26 @@ ForwardReaper::ForwardReaper(uint32_t gateway4, const uint8_t gateway6[16]) {
     std::memcpy(gateway6_, gateway6, 16);
 }
 
+namespace {
+
+// A forward's host address as the keys hold it; all zero for any address.
+void host_bytes(const ForwardSpec &f, uint8_t out[16]) {
+    std::memset(out, 0, 16);
+    if (f.host_v6) {
+        std::memcpy(out, &f.host6, 16);
+    } else if (f.host4 != 0) {
+        const auto h4 = ipv4_bytes(f.host4);
+        map_v4(h4.data(), out);
+    }
+}
+
+} // namespace
+
 void ForwardReaper::add_forward(const ForwardSpec &f) {
     if (f.udp) return;
     Forward w;
     w.v6 = f.host_v6;
-    if (f.host_v6) {
-        std::memcpy(w.host, &f.host6, 16);
-    } else if (f.host4 != 0) {
-        const auto h4 = ipv4_bytes(f.host4);
-        map_v4(h4.data(), w.host);
-    }
+    host_bytes(f, w.host);
     w.host_port = f.host_port;
     f.guest_bytes(w.guest);
     w.guest_port = f.guest_port;
@@ -76,9 +86,12 @@ void ForwardReaper::add_forward(const ForwardSpec &f) {
 
 void ForwardReaper::remove_forward(const ForwardSpec &f) {
     if (f.udp) return;
+    uint8_t host[16];
+    host_bytes(f, host);
     for (size_t i = 0; i < forwards_.size(); ++i) {
         const Forward &w = forwards_[i];
-        if (w.v6 == f.host_v6 && w.host_port == f.host_port) {
+        if (w.v6 == f.host_v6 && w.host_port == f.host_port &&
+            std::memcmp(w.host, host, 16) == 0) {
             forwards_.erase(forwards_.begin() + long(i));
             return;
         }
@@ -86,44 +99,44 @@ void ForwardReaper::remove_forward(const ForwardSpec &f) {
 }
 
 bool ForwardReaper::key_of(int fd, Key &key, bool &v6) const {
-    // Asked at registration, while connected: a closed socket has no peer.
+    // Asked at registration, while connected (a closed socket has no
+    // peer); the local address first: most sockets are no forward's.
     sockaddr_storage local{}, peer{};
     socklen_t ll = sizeof local, pl = sizeof peer;
-    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &ll) != 0 ||
-        ::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0)
-        return false;
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &ll) != 0) return false;
     uint8_t host[16], client[16];
     uint16_t host_port = 0, client_port = 0;
     bool local_v6 = false, peer_v6 = false;
-    if (!addr_bytes(local, host, host_port, local_v6) ||
-        !addr_bytes(peer, client, client_port, peer_v6) || local_v6 != peer_v6)
-        return false;
-    for (const Forward &w : forwards_) {
-        if (w.v6 != local_v6 || w.host_port != host_port) continue;
-        if (std::memcmp(w.host, kZero16, 16) != 0 && std::memcmp(w.host, host, 16) != 0)
-            continue;
-        // libslirp's sotranslate_accept: a loopback or unspecified client
-        // is shown as the gateway; any other keeps its address.
-        if (!local_v6) {
-            const uint32_t c = ipv4_of(client);
-            if (c == 0 || (c >> 24) == 127) std::memcpy(client, gateway4_, 16);
-        } else {
-            static const uint8_t kLoop6[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                               0, 0, 0, 0, 0, 0, 0, 1};
-            if (std::memcmp(client, kZero16, 16) == 0 || std::memcmp(client, kLoop6, 16) == 0)
-                std::memcpy(client, gateway6_, 16);
+    if (!addr_bytes(local, host, host_port, local_v6)) return false;
+    const Forward *fw = nullptr;
+    for (const Forward &w : forwards_)
+        if (w.v6 == local_v6 && w.host_port == host_port &&
+            (std::memcmp(w.host, kZero16, 16) == 0 || std::memcmp(w.host, host, 16) == 0)) {
+            fw = &w;
+            break;
         }
-        // The guest end must be of the client's family (libslirp takes
-        // the client's family to the guest).
-        if (is_mapped_v4(w.guest) == local_v6) return false;
-        std::memcpy(key.guest, w.guest, 16);
-        std::memcpy(key.remote, client, 16);
-        key.guest_port = w.guest_port;
-        key.remote_port = client_port;
-        v6 = local_v6;
-        return true;
+    // The guest end must be of the client's family (libslirp takes the
+    // client's family to the guest).
+    if (fw == nullptr || is_mapped_v4(fw->guest) == local_v6) return false;
+    if (::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &pl) != 0 ||
+        !addr_bytes(peer, client, client_port, peer_v6) || peer_v6 != local_v6)
+        return false;
+    // libslirp's sotranslate_accept: a loopback or unspecified client is
+    // shown as the gateway; any other keeps its address.
+    if (!local_v6) {
+        const uint32_t c = ipv4_of(client);
+        if (c == 0 || (c >> 24) == 127) std::memcpy(client, gateway4_, 16);
+    } else {
+        static const uint8_t kLoop6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        if (std::memcmp(client, kZero16, 16) == 0 || std::memcmp(client, kLoop6, 16) == 0)
+            std::memcpy(client, gateway6_, 16);
     }
-    return false;
+    std::memcpy(key.guest, fw->guest, 16);
+    std::memcpy(key.remote, client, 16);
+    key.guest_port = fw->guest_port;
+    key.remote_port = client_port;
+    v6 = local_v6;
+    return true;
 }
 
 bool ForwardReaper::on_register(int fd) {
