@@ -211,7 +211,7 @@ void ForwardReaper::from_guest(std::span<const uint8_t> frame) {
     auto it = flows_.find(k);
     if (it == flows_.end()) return;
     Flow &f = it->second;
-    if (!f.fin_sent || f.fin_acked || !tcp::seq_ge(s.ack, f.fin_end)) return;
+    if (f.reaped || !f.fin_sent || f.fin_acked || !tcp::seq_ge(s.ack, f.fin_end)) return;
     f.fin_acked = true;
     if (f.host_gone) make_due(k, f);
 }
@@ -220,7 +220,8 @@ void ForwardReaper::host_gone(int fd, bool reset) {
     auto it = by_fd_.find(fd);
     if (it == by_fd_.end()) return;
     auto f = flows_.find(it->second);
-    if (f == flows_.end() || f->second.fd != fd || f->second.host_gone) return;
+    if (f == flows_.end() || f->second.fd != fd || f->second.host_gone || f->second.reaped)
+        return;
     f->second.host_gone = true;
     // A client's reset ends the connection at once, whatever libslirp
     // still holds for the guest: what libslirp does itself when it reads
@@ -255,8 +256,7 @@ void ForwardReaper::make_due(const Key &k, Flow &f) {
         push_due(to_slirp, 0, f.iss + 1, tcp::kRst | tcp::kAck, false);
         push_due(to_guest, f.iss + 1, 0, tcp::kRst, true);
     }
-    f.host_gone = false; // once: libslirp unregisters the socket next
-    f.fin_acked = false;
+    f.reaped = true; // once: libslirp unregisters the socket next
     ++reaped_;
 }
 

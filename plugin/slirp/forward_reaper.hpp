@@ -85,6 +85,7 @@ private:
         bool fin_sent = false;
         bool fin_acked = false;
         bool host_gone = false;
+        bool reaped = false;   // its resets made: nothing more to do
         uint32_t iss = 0;     // libslirp's SYN's sequence
         uint32_t snd_nxt = 0; // past the last sequence libslirp sent
         uint32_t rcv_nxt = 0; // libslirp's last ACK to the guest

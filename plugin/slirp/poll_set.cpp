@@ -27,6 +27,7 @@ int PollSet::ctl(int op, int fd, uint32_t events) {
 void PollSet::begin() {
     ++round_;
     seen_watched_ = 0;
+    hangups_.clear(); // a round that collects nothing lists nothing
 }
 
 int PollSet::add_changed(int fd, int slirp_ev) {
