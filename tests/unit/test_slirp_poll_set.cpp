@@ -3,17 +3,23 @@
 // libslirp's epoll set kept by difference: rounds of idle sockets hand the
 // kernel nothing, a ready socket is reported with libslirp's bits, a
 // socket libslirp stops naming is not waited on, a reused fd number is
-// watched again.
+// watched again; a forward's connection libslirp stops naming stays
+// watched for its hangup alone, listed once.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <slirp/libslirp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <utility>
 #include <vector>
 
 #include "common/fd.hpp"
 #include "slirp/poll_set.hpp"
+#include "tcp_sim_forward.hpp"
 
 using namespace rknp;
 
@@ -133,4 +139,240 @@ TEST_CASE("slirp poll set: a closed socket's number, reused, is watched again") 
     REQUIRE(::write(reused_peer, "y", 1) == 1);
     CHECK(ps.wait(1000) == 1);
     CHECK(ps.slirp_revents(reused) == SLIRP_POLL_IN);
+}
+
+namespace {
+
+// A loopback TCP connection: ours, the end the set watches (an accepted
+// socket, as libslirp's forwards hold), and its client, the peer.
+Pair tcp_pair() {
+    tcpsim::Listener l;
+    REQUIRE(l.fd >= 0);
+    uint16_t cport = 0;
+    UniqueFd peer(tcpsim::client(l.port, &cport));
+    REQUIRE(peer);
+    int ours = -1;
+    for (int i = 0; i < 100 && ours < 0; ++i) {
+        ours = l.try_accept();
+        if (ours < 0) ::usleep(1000);
+    }
+    REQUIRE(ours >= 0);
+    return Pair{UniqueFd(ours), std::move(peer)};
+}
+
+// The client resets the connection (SO_LINGER {1, 0}, then close).
+void reset_by_peer(Pair &p) {
+    const linger lg{1, 0};
+    REQUIRE(::setsockopt(p.peer.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+    p.peer.reset();
+}
+
+// Until fd's TCP state is state (the reset or the last ACK has arrived:
+// no wakeup of it is still to come); false after a second.
+bool await_tcp_state(int fd, uint8_t state) {
+    for (int i = 0; i < 1000; ++i) {
+        tcp_info ti{};
+        socklen_t len = sizeof ti;
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == state)
+            return true;
+        ::usleep(1000);
+    }
+    return false;
+}
+
+// The client shuts its sending side and ours reads the EOF: where
+// libslirp stops naming a socket.
+void eof_from_peer(Pair &p) {
+    REQUIRE(::shutdown(p.peer.get(), SHUT_WR) == 0);
+    REQUIRE(await_tcp_state(p.ours.get(), TCP_CLOSE_WAIT));
+    char c;
+    REQUIRE(::recv(p.ours.get(), &c, 1, 0) == 0);
+}
+
+// A round in which libslirp names nothing.
+void empty_round(PollSet &ps) {
+    ps.begin();
+    ps.end();
+}
+
+// Nothing wakes the wait for ms, and a collect() (the adapter's, when its
+// loop woke for another socket) lists no hangup.
+bool quiet(PollSet &ps, int ms) {
+    return ps.wait(ms) == 0 && ps.collect() == 0 && ps.hangups().empty();
+}
+
+// A forward's connection as the adapter registers it: forgotten (the
+// number may be reused), watched for a hangup, named in one round.
+void register_forwarded(PollSet &ps, int fd) {
+    ps.forget(fd);
+    ps.watch_hangup(fd);
+    ps.begin();
+    REQUIRE(ps.add(fd, SLIRP_POLL_IN) == fd);
+    ps.end();
+}
+
+} // namespace
+
+TEST_CASE("slirp poll set: a parked socket's reset is listed once, with error") {
+    Pair p = tcp_pair();
+    const int fd = p.ours.get();
+    PollSet ps;
+    register_forwarded(ps, fd);
+    CHECK(ps.watched() == 1);
+    eof_from_peer(p);
+    // libslirp read the EOF and names it no more: out of its interest and
+    // of end()'s sweep, still in the kernel's set.
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    CHECK(ps.ctl_calls() == 2); // the ADD, then the MOD that parks it
+    CHECK(quiet(ps, 0));
+
+    reset_by_peer(p);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    CHECK(ps.wait(1000) == 1);
+    REQUIRE(ps.hangups().size() == 1);
+    CHECK(ps.hangups()[0].fd == fd);
+    CHECK(ps.hangups()[0].error);
+    CHECK(ps.slirp_revents(fd) == 0); // not libslirp's to see
+    // Edge-triggered: the hangup stays, but no later round wakes for it.
+    for (int i = 0; i < 3; ++i) {
+        empty_round(ps);
+        CHECK(quiet(ps, i == 0 ? 100 : 0));
+    }
+    CHECK(ps.ctl_calls() == 2);
+}
+
+TEST_CASE("slirp poll set: a parked socket closed both ways is listed without error") {
+    Pair p = tcp_pair();
+    const int fd = p.ours.get();
+    PollSet ps;
+    register_forwarded(ps, fd);
+    eof_from_peer(p);
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    CHECK(quiet(ps, 0));
+    // libslirp sends its FIN (the guest closed); the client, which had
+    // shut its side, closes normally.
+    REQUIRE(::shutdown(fd, SHUT_WR) == 0);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    p.peer.reset();
+    CHECK(ps.wait(1000) == 1);
+    REQUIRE(ps.hangups().size() == 1);
+    CHECK(ps.hangups()[0].fd == fd);
+    CHECK_FALSE(ps.hangups()[0].error);
+    empty_round(ps);
+    CHECK(quiet(ps, 100));
+}
+
+TEST_CASE("slirp poll set: a parked socket named again is libslirp's again") {
+    Pair p = tcp_pair();
+    const int fd = p.ours.get();
+    PollSet ps;
+    register_forwarded(ps, fd);
+    empty_round(ps); // parked (libslirp holds it back: its buffer is full)
+    CHECK(ps.watched() == 0);
+    CHECK(ps.ctl_calls() == 2);
+    REQUIRE(::write(p.peer.get(), "x", 1) == 1);
+    CHECK(quiet(ps, 0)); // parked: readable wakes nothing
+
+    ps.begin();
+    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
+    ps.end();
+    CHECK(ps.watched() == 1);
+    CHECK(ps.ctl_calls() == 3); // one MOD back to its interest
+    CHECK(ps.wait(1000) == 1);
+    CHECK(ps.slirp_revents(fd) == SLIRP_POLL_IN);
+    CHECK(ps.hangups().empty());
+    // Idle rounds that name it: nothing to change.
+    ps.begin();
+    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
+    ps.end();
+    CHECK(ps.ctl_calls() == 3);
+    CHECK(ps.watched() == 1);
+
+    // Not named again: out of the sweep, its unread byte wakes nothing.
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    CHECK(quiet(ps, 0));
+    CHECK(ps.slirp_revents(fd) == 0);
+    // Unregistered: out of the kernel's set too.
+    const uint64_t before = ps.ctl_calls();
+    ps.forget(fd);
+    CHECK(ps.ctl_calls() == before + 1);
+    CHECK(ps.watched() == 0);
+    reset_by_peer(p);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    CHECK(quiet(ps, 100));
+}
+
+TEST_CASE("slirp poll set: a forgotten parked socket's number, reused, is not watched") {
+    PollSet ps;
+    int fd = -1;
+    {
+        Pair p = tcp_pair();
+        fd = p.ours.get();
+        register_forwarded(ps, fd);
+        empty_round(ps);
+        CHECK(ps.watched() == 0);
+        CHECK(ps.ctl_calls() == 2);
+        // libslirp closes it: unregister_poll_fd, then close.
+        ps.forget(fd);
+        CHECK(ps.ctl_calls() == 3); // its DEL
+        CHECK(ps.watched() == 0);
+        reset_by_peer(p);
+    }
+    // A socket libslirp does not watch for a hangup (its own outbound
+    // connection, say) gets the number.
+    Pair q = tcp_pair();
+    if (q.peer.get() == fd) std::swap(q.ours, q.peer);
+    if (q.ours.get() != fd) {
+        UniqueFd reused(::dup3(q.ours.get(), fd, O_CLOEXEC));
+        REQUIRE(reused.get() == fd);
+        q.ours = std::move(reused);
+    }
+    ps.forget(fd);
+    ps.begin();
+    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
+    ps.end();
+    CHECK(ps.watched() == 1);
+    empty_round(ps);
+    CHECK(ps.watched() == 0); // left the set: not parked
+    reset_by_peer(q);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    CHECK(quiet(ps, 100));
+}
+
+TEST_CASE("slirp poll set: a socket not watched for a hangup leaves the set") {
+    Pair p = tcp_pair();
+    const int fd = p.ours.get();
+    PollSet ps;
+    ps.begin();
+    REQUIRE(ps.add(fd, SLIRP_POLL_IN) == fd);
+    ps.end();
+    eof_from_peer(p);
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    CHECK(ps.ctl_calls() == 2); // the ADD, the DEL
+    reset_by_peer(p);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    CHECK(quiet(ps, 100));
+}
+
+TEST_CASE("slirp poll set: a hangup already there when parked is listed once") {
+    // The client resets in the round libslirp stops naming the socket.
+    Pair p = tcp_pair();
+    const int fd = p.ours.get();
+    PollSet ps;
+    register_forwarded(ps, fd);
+    eof_from_peer(p);
+    reset_by_peer(p);
+    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    CHECK(ps.wait(1000) == 1);
+    REQUIRE(ps.hangups().size() == 1);
+    CHECK(ps.hangups()[0].fd == fd);
+    CHECK(ps.hangups()[0].error);
+    empty_round(ps);
+    CHECK(quiet(ps, 100));
 }
