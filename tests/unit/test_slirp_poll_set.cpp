@@ -160,13 +160,6 @@ Pair tcp_pair() {
     return Pair{UniqueFd(ours), std::move(peer)};
 }
 
-// The client resets the connection (SO_LINGER {1, 0}, then close).
-void reset_by_peer(Pair &p) {
-    const linger lg{1, 0};
-    REQUIRE(::setsockopt(p.peer.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
-    p.peer.reset();
-}
-
 // Until fd's TCP state is state (the reset or the last ACK has arrived:
 // no wakeup of it is still to come); false after a second.
 bool await_tcp_state(int fd, uint8_t state) {
@@ -178,6 +171,15 @@ bool await_tcp_state(int fd, uint8_t state) {
         ::usleep(1000);
     }
     return false;
+}
+
+// The client resets the connection (SO_LINGER {1, 0}, then close), and
+// ours has taken the reset.
+void reset_by_peer(Pair &p) {
+    const linger lg{1, 0};
+    REQUIRE(::setsockopt(p.peer.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+    p.peer.reset();
+    REQUIRE(await_tcp_state(p.ours.get(), TCP_CLOSE));
 }
 
 // The client shuts its sending side and ours reads the EOF: where
@@ -201,23 +203,54 @@ bool quiet(PollSet &ps, int ms) {
     return ps.wait(ms) == 0 && ps.collect() == 0 && ps.hangups().empty();
 }
 
-// A forward's connection as the adapter registers it: forgotten (the
-// number may be reused), watched for a hangup, named in one round.
-void register_forwarded(PollSet &ps, int fd) {
-    ps.forget(fd);
-    ps.watch_hangup(fd);
+// The wait wakes for fd's hangup alone (error: a reset), not libslirp's
+// to see; the next round, edge-triggered, it does not.
+void check_one_hangup(PollSet &ps, int fd, bool error) {
+    CHECK(ps.wait(1000) == 1);
+    REQUIRE(ps.hangups().size() == 1);
+    CHECK(ps.hangups()[0].fd == fd);
+    CHECK(ps.hangups()[0].error == error);
+    CHECK(ps.slirp_revents(fd) == 0);
+    empty_round(ps);
+    CHECK(quiet(ps, 100));
+}
+
+// A socket not under watch_hangup: unnamed, it leaves the set, and its
+// client's reset then wakes nothing and lists nothing.
+void leaves_unreported(PollSet &ps, Pair &p) {
+    empty_round(ps);
+    CHECK(ps.watched() == 0);
+    reset_by_peer(p);
+    CHECK(quiet(ps, 100));
+}
+
+// A round in which libslirp names fd alone, for input.
+void name_alone(PollSet &ps, int fd) {
     ps.begin();
     REQUIRE(ps.add(fd, SLIRP_POLL_IN) == fd);
     ps.end();
 }
 
-} // namespace
+// A forward's connection as the adapter registers it: forgotten (the
+// number may be reused), watched for a hangup, named in one round.
+void register_forwarded(PollSet &ps, int fd) {
+    ps.forget(fd);
+    ps.watch_hangup(fd);
+    name_alone(ps, fd);
+}
 
-TEST_CASE("slirp poll set: a parked socket's reset is listed once, with error") {
+// A forward's connection, registered with a set of its own.
+struct Registered {
     Pair p = tcp_pair();
     const int fd = p.ours.get();
     PollSet ps;
-    register_forwarded(ps, fd);
+    Registered() { register_forwarded(ps, fd); }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(Registered,
+                  "slirp poll set: a parked socket's reset is listed once, with error") {
     CHECK(ps.watched() == 1);
     eof_from_peer(p);
     // libslirp read the EOF and names it no more: out of its interest and
@@ -228,25 +261,17 @@ TEST_CASE("slirp poll set: a parked socket's reset is listed once, with error") 
     CHECK(quiet(ps, 0));
 
     reset_by_peer(p);
-    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
-    CHECK(ps.wait(1000) == 1);
-    REQUIRE(ps.hangups().size() == 1);
-    CHECK(ps.hangups()[0].fd == fd);
-    CHECK(ps.hangups()[0].error);
-    CHECK(ps.slirp_revents(fd) == 0); // not libslirp's to see
+    check_one_hangup(ps, fd, true);
     // Edge-triggered: the hangup stays, but no later round wakes for it.
     for (int i = 0; i < 3; ++i) {
         empty_round(ps);
-        CHECK(quiet(ps, i == 0 ? 100 : 0));
+        CHECK(quiet(ps, 0));
     }
     CHECK(ps.ctl_calls() == 2);
 }
 
-TEST_CASE("slirp poll set: a parked socket closed both ways is listed without error") {
-    Pair p = tcp_pair();
-    const int fd = p.ours.get();
-    PollSet ps;
-    register_forwarded(ps, fd);
+TEST_CASE_FIXTURE(Registered,
+                  "slirp poll set: a parked socket closed both ways is listed without error") {
     eof_from_peer(p);
     empty_round(ps);
     CHECK(ps.watched() == 0);
@@ -256,37 +281,25 @@ TEST_CASE("slirp poll set: a parked socket closed both ways is listed without er
     REQUIRE(::shutdown(fd, SHUT_WR) == 0);
     REQUIRE(await_tcp_state(fd, TCP_CLOSE));
     p.peer.reset();
-    CHECK(ps.wait(1000) == 1);
-    REQUIRE(ps.hangups().size() == 1);
-    CHECK(ps.hangups()[0].fd == fd);
-    CHECK_FALSE(ps.hangups()[0].error);
-    empty_round(ps);
-    CHECK(quiet(ps, 100));
+    check_one_hangup(ps, fd, false);
 }
 
-TEST_CASE("slirp poll set: a parked socket named again is libslirp's again") {
-    Pair p = tcp_pair();
-    const int fd = p.ours.get();
-    PollSet ps;
-    register_forwarded(ps, fd);
+TEST_CASE_FIXTURE(Registered,
+                  "slirp poll set: a parked socket named again is libslirp's again") {
     empty_round(ps); // parked (libslirp holds it back: its buffer is full)
     CHECK(ps.watched() == 0);
     CHECK(ps.ctl_calls() == 2);
     REQUIRE(::write(p.peer.get(), "x", 1) == 1);
     CHECK(quiet(ps, 0)); // parked: readable wakes nothing
 
-    ps.begin();
-    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
-    ps.end();
+    name_alone(ps, fd);
     CHECK(ps.watched() == 1);
     CHECK(ps.ctl_calls() == 3); // one MOD back to its interest
     CHECK(ps.wait(1000) == 1);
     CHECK(ps.slirp_revents(fd) == SLIRP_POLL_IN);
     CHECK(ps.hangups().empty());
     // Idle rounds that name it: nothing to change.
-    ps.begin();
-    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
-    ps.end();
+    name_alone(ps, fd);
     CHECK(ps.ctl_calls() == 3);
     CHECK(ps.watched() == 1);
 
@@ -301,7 +314,6 @@ TEST_CASE("slirp poll set: a parked socket named again is libslirp's again") {
     CHECK(ps.ctl_calls() == before + 1);
     CHECK(ps.watched() == 0);
     reset_by_peer(p);
-    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
     CHECK(quiet(ps, 100));
 }
 
@@ -331,48 +343,27 @@ TEST_CASE("slirp poll set: a forgotten parked socket's number, reused, is not wa
         q.ours = std::move(reused);
     }
     ps.forget(fd);
-    ps.begin();
-    CHECK(ps.add(fd, SLIRP_POLL_IN) == fd);
-    ps.end();
+    name_alone(ps, fd);
     CHECK(ps.watched() == 1);
-    empty_round(ps);
-    CHECK(ps.watched() == 0); // left the set: not parked
-    reset_by_peer(q);
-    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
-    CHECK(quiet(ps, 100));
+    leaves_unreported(ps, q); // not parked
 }
 
 TEST_CASE("slirp poll set: a socket not watched for a hangup leaves the set") {
     Pair p = tcp_pair();
     const int fd = p.ours.get();
     PollSet ps;
-    ps.begin();
-    REQUIRE(ps.add(fd, SLIRP_POLL_IN) == fd);
-    ps.end();
+    name_alone(ps, fd);
     eof_from_peer(p);
-    empty_round(ps);
-    CHECK(ps.watched() == 0);
+    leaves_unreported(ps, p);
     CHECK(ps.ctl_calls() == 2); // the ADD, the DEL
-    reset_by_peer(p);
-    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
-    CHECK(quiet(ps, 100));
 }
 
-TEST_CASE("slirp poll set: a hangup already there when parked is listed once") {
+TEST_CASE_FIXTURE(Registered,
+                  "slirp poll set: a hangup already there when parked is listed once") {
     // The client resets in the round libslirp stops naming the socket.
-    Pair p = tcp_pair();
-    const int fd = p.ours.get();
-    PollSet ps;
-    register_forwarded(ps, fd);
     eof_from_peer(p);
     reset_by_peer(p);
-    REQUIRE(await_tcp_state(fd, TCP_CLOSE));
     empty_round(ps);
     CHECK(ps.watched() == 0);
-    CHECK(ps.wait(1000) == 1);
-    REQUIRE(ps.hangups().size() == 1);
-    CHECK(ps.hangups()[0].fd == fd);
-    CHECK(ps.hangups()[0].error);
-    empty_round(ps);
-    CHECK(quiet(ps, 100));
+    check_one_hangup(ps, fd, true); // the MOD that parked it reported it
 }
