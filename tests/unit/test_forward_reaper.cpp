@@ -28,7 +28,7 @@ using namespace tcpsim;
 namespace {
 
 constexpr uint32_t kGateway4 = 0x0a000202; // 10.0.2.2
-constexpr uint32_t kIss = 0xfffffff0;      // libslirp's: its sequence wraps
+constexpr uint32_t kIss = 0xfffffff8; // libslirp's: wraps within 10 bytes
 constexpr uint32_t kGuestIss = 500000;
 
 ForwardReaper make_reaper() {
