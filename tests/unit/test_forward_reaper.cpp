@@ -457,13 +457,9 @@ TEST_CASE_FIXTURE(Tracked4,
     CHECK(r.on_register(c3.accepted.get()));
 }
 
-// ForwardReaper::remove_forward (plugin/slirp/forward_reaper.cpp) matches
-// a forward by family and port alone, not by its host address, so removing
-// tcp 127.0.0.2:P drops tcp 127.0.0.1:P (the first added) instead: that
-// one's connections go untracked and the removed one's stay tracked. The
-// parent's table holds both as distinct forwards (same_host_side).
-TEST_CASE("forward reaper: removing one host address's forward keeps the other's" *
-          doctest::may_fail()) {
+// Two forwards on one port with different host addresses (the parent's
+// table holds both: same_host_side): removing one keeps the other's.
+TEST_CASE("forward reaper: removing one host address's forward keeps the other's") {
     Listener one(false, "127.0.0.1");
     REQUIRE(one.port != 0);
     // The same port on 127.0.0.2.
