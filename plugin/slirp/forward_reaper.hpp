@@ -15,12 +15,15 @@
 // established table, which is exactly when the socket reports a hangup.
 //
 // So: the poll set keeps watching these sockets for a hangup alone
-// (PollSet::watch_hangup); on one, once the guest has acknowledged
-// libslirp's FIN (every byte for it delivered), a reset "from the guest"
-// at libslirp's next expected sequence ends the connection in libslirp as
-// its own read of ECONNRESET would; the guest's next segment there draws
-// libslirp's reset. Before that ACK the reset waits for it. Stack thread
-// only; state per forwarded connection, none per frame.
+// (PollSet::watch_hangup), and on one, before libslirp accepts again, the
+// connection is reset both ways, as libslirp's own read of ECONNRESET
+// would (tcp_drop): a reset "from the guest" at the sequence libslirp
+// expects next (acking its SYN if the guest never answered it), and one
+// to the guest at libslirp's next sequence, so that the guest's end is
+// gone before a reconnecting client's SYN reaches it. On a reset (the
+// socket's error) at once; on a close both ways only once the guest has
+// acknowledged libslirp's FIN, every byte for it delivered. Stack thread
+// only; state per forwarded connection, nothing allocated per frame.
 #pragma once
 
 #include <array>
