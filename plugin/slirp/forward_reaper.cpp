@@ -98,7 +98,7 @@ void ForwardReaper::remove_forward(const ForwardSpec &f) {
     }
 }
 
-bool ForwardReaper::key_of(int fd, Key &key, bool &v6) const {
+bool ForwardReaper::key_of(int fd, Key &out, bool &v6) const {
     // Asked at registration, while connected (a closed socket has no
     // peer); the local address first: most sockets are no forward's.
     sockaddr_storage local{}, peer{};
@@ -131,10 +131,7 @@ bool ForwardReaper::key_of(int fd, Key &key, bool &v6) const {
         if (std::memcmp(client, kZero16, 16) == 0 || std::memcmp(client, kLoop6, 16) == 0)
             std::memcpy(client, gateway6_, 16);
     }
-    std::memcpy(key.guest, fw->guest, 16);
-    std::memcpy(key.remote, client, 16);
-    key.guest_port = fw->guest_port;
-    key.remote_port = client_port;
+    out = key(fw->guest, fw->guest_port, client, client_port);
     v6 = local_v6;
     return true;
 }
@@ -163,18 +160,29 @@ void ForwardReaper::on_unregister(int fd) {
     by_fd_.erase(it);
 }
 
+ForwardReaper::Key ForwardReaper::key(const uint8_t guest[16], uint16_t guest_port,
+                                      const uint8_t remote[16], uint16_t remote_port) {
+    Key k;
+    std::memcpy(k.guest, guest, 16);
+    std::memcpy(k.remote, remote, 16);
+    k.guest_port = guest_port;
+    k.remote_port = remote_port;
+    return k;
+}
+
+ForwardReaper::Flow *ForwardReaper::find(const uint8_t guest[16], uint16_t guest_port,
+                                         const uint8_t remote[16], uint16_t remote_port) {
+    auto it = flows_.find(key(guest, guest_port, remote, remote_port));
+    return it == flows_.end() ? nullptr : &it->second;
+}
+
 void ForwardReaper::from_slirp(std::span<const uint8_t> frame) {
     if (flows_.empty()) return;
     tcp::Segment s;
     if (tcp::parse_segment(frame, s) != Parse::Ok) return;
-    Key k;
-    std::memcpy(k.guest, s.dst, 16);
-    std::memcpy(k.remote, s.src, 16);
-    k.guest_port = s.dport;
-    k.remote_port = s.sport;
-    auto it = flows_.find(k);
-    if (it == flows_.end()) return;
-    Flow &f = it->second;
+    Flow *found = find(s.dst, s.dport, s.src, s.sport);
+    if (found == nullptr) return;
+    Flow &f = *found;
     std::memcpy(f.guest_mac, frame.data(), 6);
     std::memcpy(f.slirp_mac, frame.data() + 6, 6);
     if (s.flags & tcp::kRst) return;
@@ -203,17 +211,12 @@ void ForwardReaper::from_guest(std::span<const uint8_t> frame) {
     tcp::Segment s;
     if (tcp::parse_segment(frame, s) != Parse::Ok) return;
     if (!(s.flags & tcp::kAck)) return;
-    Key k;
-    std::memcpy(k.guest, s.src, 16);
-    std::memcpy(k.remote, s.dst, 16);
-    k.guest_port = s.sport;
-    k.remote_port = s.dport;
-    auto it = flows_.find(k);
+    auto it = flows_.find(key(s.src, s.sport, s.dst, s.dport));
     if (it == flows_.end()) return;
     Flow &f = it->second;
     if (f.reaped || !f.fin_sent || f.fin_acked || !tcp::seq_ge(s.ack, f.fin_end)) return;
     f.fin_acked = true;
-    if (f.host_gone) make_due(k, f);
+    if (f.host_gone) make_due(it->first, f);
 }
 
 void ForwardReaper::host_gone(int fd, bool reset) {
@@ -231,22 +234,20 @@ void ForwardReaper::host_gone(int fd, bool reset) {
 
 void ForwardReaper::make_due(const Key &k, Flow &f) {
     if (!f.have_syn) return; // no sequence either end would take
-    Endpoints to_guest; // as libslirp's frames to the guest carry them
-    to_guest.v6 = f.v6;
-    std::memcpy(to_guest.guest_mac, f.guest_mac, 6);
-    std::memcpy(to_guest.gw_mac, f.slirp_mac, 6);
-    std::memcpy(to_guest.guest, k.guest, 16);
-    std::memcpy(to_guest.remote, k.remote, 16);
-    to_guest.guest_port = k.guest_port;
-    to_guest.remote_port = k.remote_port;
-    Endpoints to_slirp; // the guest's side sends it: roles swapped
-    to_slirp.v6 = f.v6;
-    std::memcpy(to_slirp.guest_mac, f.slirp_mac, 6);
-    std::memcpy(to_slirp.gw_mac, f.guest_mac, 6);
-    std::memcpy(to_slirp.guest, k.remote, 16);
-    std::memcpy(to_slirp.remote, k.guest, 16);
-    to_slirp.guest_port = k.remote_port;
-    to_slirp.remote_port = k.guest_port;
+    // build_segment writes frames from `remote` to `guest`: libslirp's to
+    // the guest as they are, the guest's to libslirp with roles swapped.
+    auto ends = [&](bool from_guest) {
+        Endpoints e;
+        e.v6 = f.v6;
+        std::memcpy(e.guest_mac, from_guest ? f.slirp_mac : f.guest_mac, 6);
+        std::memcpy(e.gw_mac, from_guest ? f.guest_mac : f.slirp_mac, 6);
+        std::memcpy(e.guest, from_guest ? k.remote : k.guest, 16);
+        std::memcpy(e.remote, from_guest ? k.guest : k.remote, 16);
+        e.guest_port = from_guest ? k.remote_port : k.guest_port;
+        e.remote_port = from_guest ? k.guest_port : k.remote_port;
+        return e;
+    };
+    const Endpoints to_guest = ends(false), to_slirp = ends(true);
     if (f.have_ack) {
         // libslirp takes a reset at the sequence it expects next.
         push_due(to_slirp, f.rcv_nxt, 0, tcp::kRst, false);

@@ -109,7 +109,11 @@ private:
         bool to_guest = false;
     };
 
-    bool key_of(int fd, Key &key, bool &v6) const;
+    static Key key(const uint8_t guest[16], uint16_t guest_port, const uint8_t remote[16],
+                   uint16_t remote_port);
+    Flow *find(const uint8_t guest[16], uint16_t guest_port, const uint8_t remote[16],
+               uint16_t remote_port);
+    bool key_of(int fd, Key &out, bool &v6) const;
     // Both resets of a connection: into libslirp, and to the guest.
     void make_due(const Key &k, Flow &f);
     void push_due(const Endpoints &ep, uint32_t seq, uint32_t ack, uint8_t flags,
