@@ -63,6 +63,11 @@ def run_iperf3(target, port, args, duration, prefix=()):
     return res
 
 
+# A text-mode iperf3 server's line of a data connection, as the client
+# gets it with --get-server-output.
+SERVER_PEER = re.compile(r"local \S+ port \d+ connected to (\S+) port \d+")
+
+
 def iperf3_once(target, port, args, duration, prefix=()):
     """One iperf3 client run (prefix: how to run it, e.g. in another
     namespace: the published-port tests run the client on the host)."""
@@ -98,6 +103,11 @@ def iperf3_once(target, port, args, duration, prefix=()):
            "interval_bps": [round(i["sum"]["bits_per_second"])
                             for i in doc.get("intervals", [])],
            "retransmits": end.get("sum_sent", {}).get("retransmits")}
+    # --get-server-output: the address the server saw the data connection
+    # come from (published ports: whether the port driver keeps it).
+    peer = SERVER_PEER.search(doc.get("server_output_text", ""))
+    if peer:
+        res["peer"] = peer.group(1)
     streams = end.get("streams", [])
     if len(streams) > 1:
         # -P N: each stream's receiver rate, for the fairness among them.

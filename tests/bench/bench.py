@@ -42,7 +42,8 @@ def parse_args(argv):
     ap.add_argument("--rootlesskit", default=os.path.join(ROOT, "build/bin/rootlesskit"))
     ap.add_argument("--plugin-lib", default=os.path.join(ROOT, "build/lib/librknp.so.1"))
     ap.add_argument("--ref-lib",
-                    help="another build of the library for driver plugin-fast-ref (--only)")
+                    help="another build of the library for drivers plugin-fast-ref and"
+                    " plugin-ports-ref (--only)")
     ap.add_argument("--stock-rootlesskit", default="/usr/bin/rootlesskit",
                     help="stock rootlesskit running rknp-slirp4netns")
     ap.add_argument("--s4n-binary", default=os.path.join(ROOT, "build/bin/rknp-slirp4netns"),

@@ -4,6 +4,7 @@
 import statistics
 
 from session import UDP_RATES
+from targets import PUB_IP
 
 
 def _t(s, name, key):
@@ -208,6 +209,7 @@ def markdown(doc):
             arrow = "↑" if better == "up" else "↓"
             lines.append("| %s %s | %s |" % (label, arrow, " | ".join(row)))
         lines.append("")
+    lines += _peers(doc)
     errs = [s for s in doc["samples"] if s.get("error") or any(
         "error" in v for v in s.get("tests", {}).values())]
     if errs:
@@ -219,6 +221,35 @@ def markdown(doc):
                                                      s["repeat"] + 1, what))
         lines.append("")
     return "\n".join(lines)
+
+
+def _peers(doc):
+    """Which client address the container's iperf3 saw on each published
+    port (its accepted connection): the client's own, or one the port
+    driver put in its place. Every distinct answer is listed."""
+    rows = []
+    for mtu in doc["options"]["mtus"]:
+        for t in doc["targets"]:
+            seen = {}
+            for s in doc["samples"]:
+                if s["target"] != t or s["mtu"] != mtu:
+                    continue
+                for where in ("lo", "remote"):
+                    for way in ("up", "down"):
+                        p = s.get("tests", {}).get("pub_%s_%s" % (where, way), {}).get("peer")
+                        if p:
+                            seen.setdefault(where, set()).add(p)
+            if seen:
+                rows.append("| %d | %s | %s | %s |" % (
+                    mtu, t, ", ".join(sorted(seen.get("lo", ()))) or "–",
+                    ", ".join(sorted(seen.get("remote", ()))) or "–"))
+    if not rows:
+        return []
+    return ["## Client address seen in the container", "",
+            "The address the container's iperf3 server saw the published port's "
+            "client come from (iperf3 --get-server-output); for rootlesskit's drivers the veth client is %s."
+            % PUB_IP[1], "",
+            "| MTU | driver | loopback client | veth client |", "|---|---|---|---|"] + rows + [""]
 
 
 def one_line(s):

@@ -14,5 +14,8 @@ bench_prepare
 # Everything bench.py starts runs in its process group or in the veth
 # namespaces, which an interrupted run may leave.
 # shellcheck disable=SC2317 # run by the EXIT trap
-bench_cleanup() { for ns in rknpb-a rknpb-b; do ip netns del "$ns" 2>/dev/null || true; done; }
+bench_cleanup() {
+    ip link del rknpp0 2>/dev/null || true
+    for ns in rknpb-a rknpb-b rknpb-p; do ip netns del "$ns" 2>/dev/null || true; done
+}
 bench_run bench "$HERE/bench.py" "$@"

@@ -229,7 +229,8 @@ def host_test(target, cmd, opts):
     prefix, addr = target.publish[cmd["where"]]
     tcp_port, udp_port = target.publish_ports
     if cmd["op"] == "host_iperf3":
-        return run_iperf3(addr, tcp_port, cmd["args"], cmd["duration"], prefix)
+        return run_iperf3(addr, tcp_port, cmd["args"] + ["--get-server-output"],
+                          cmd["duration"], prefix)
     if not os.access(opts.udp_rr, os.X_OK):
         return {"error": "no rknp-udp-rr at %s (build it)" % opts.udp_rr}
     return udp_rr(addr, udp_port, opts.udp_rr, cmd["count"], cmd["size"],

@@ -15,6 +15,8 @@ PY = "/usr/bin/python3"
 # Address inside each driver's network that rootlesskit maps to the host's
 # 127.0.0.1 (also checked to be the default gateway by the agent).
 GATEWAY = {"plugin": "10.0.2.2", "plugin-fast": "10.0.2.2", "plugin-fast-ref": "10.0.2.2",
+           "plugin-ports": "10.0.2.2", "plugin-ports-ref": "10.0.2.2",
+           "plugin-ports-builtin": "10.0.2.2",
            "plugin-fast-nopeekoff": "10.0.2.2", "plugin-udp-slirp": "10.0.2.2",
            "slirp4netns": "10.0.2.2", "rknp-slirp4netns": "10.0.2.2",
            "pasta": "10.0.2.2", "gvisor-tap-vsock": "10.0.2.1"}
@@ -32,7 +34,21 @@ PLUGIN_FLAGS = {"plugin": ["--plugin-tcp=slirp"],
                 "plugin-fast-ref": ["--plugin-tcp=fast"],
                 "plugin-fast-nopeekoff": ["--plugin-tcp=fast",
                                           "--plugin-tcp-peek=discard"],
-                "plugin-udp-slirp": ["--plugin-tcp=fast", "--plugin-udp=slirp"]}
+                "plugin-udp-slirp": ["--plugin-tcp=fast", "--plugin-udp=slirp"],
+                "plugin-ports": ["--plugin-tcp=fast"],
+                "plugin-ports-ref": ["--plugin-tcp=fast"],
+                "plugin-ports-builtin": ["--plugin-tcp=fast"]}
+# Published ports through rootlesskit (issue 38): the fast path with each
+# port driver, the container's iperf3 and rknp-udp-rr behind `-p`, clients
+# on the host's loopback and on a test host a veth away (PUB_NS, dialing
+# the host's end PUB_IP[0]). plugin-ports-ref is plugin-ports with --ref-lib.
+# builtin's copy runs in rootlesskit's parent (Go io.Copy: splice between
+# the host's socket and one rootlesskit's child connected in the child's
+# network and passed over a socketpair), so the parent's CPU is both's.
+PORT_DRIVERS = {"plugin-ports": "plugin", "plugin-ports-ref": "plugin",
+                "plugin-ports-builtin": "builtin"}
+PUB_NS = "rknpb-p"
+PUB_IP = ("10.199.1.1", "10.199.1.2")
 # Drivers whose flags an older rootlesskit may not have: tried once before
 # the run (probe_flags), and listed as unsupported if rootlesskit refuses.
 PROBED = ("plugin-udp-slirp",)
@@ -88,6 +104,18 @@ class RootlesskitDriver(Target):
         self.dial = self.gateway = GATEWAY[name]
         self.parent_name = "rootlesskit"
         self.helpers = HELPERS.get(name, ())
+        self.port_driver = PORT_DRIVERS.get(name)
+        if self.port_driver:
+            self.publish = {"lo": ((), "127.0.0.1"),
+                            "remote": (("ip", "netns", "exec", PUB_NS), PUB_IP[0])}
+
+    def setup(self, mtu):
+        if self.port_driver:
+            pub_host_setup(mtu)
+
+    def teardown(self):
+        if self.port_driver:
+            pub_host_teardown()
 
     def wrap(self, user, mtu, agent_argv):
         net = ["--net=" + self.name]
@@ -96,8 +124,47 @@ class RootlesskitDriver(Target):
             # fast path since rknp 1.3).
             net = (["--net=plugin", "--net-plugin=" + self.plugin_lib] +
                    PLUGIN_FLAGS[self.name])
+        if self.port_driver:
+            net += ["--port-driver=" + self.port_driver] + publish_flags(
+                self.port_driver, self.publish_ports)
         return (["runuser", "-u", user, "--", self.rk] + net +
                 ["--mtu=%d" % mtu, "--"] + agent_argv)
+
+
+def publish_flags(port_driver, ports):
+    """rootlesskit's -p flags: the container's TCP and UDP ports on the
+    host's 127.0.0.1 and on its end of the test host's veth, the same host
+    port on both. builtin is told to dial the child's 127.0.0.1: without a
+    child IP it dials the parent IP itself inside the child's network."""
+    tcp, udp = ports
+    child = "127.0.0.1:" if port_driver == "builtin" else ""
+    flags = []
+    for proto, host, port in (("tcp", tcp, PUB_TCP_PORT), ("udp", udp, PUB_UDP_PORT)):
+        flags += ["-p", "127.0.0.1:%d:%d/%s" % (host, port, proto),
+                  "-p", "%s:%d:%s%d/%s" % (PUB_IP[0], host, child, port, proto)]
+    return flags
+
+
+def pub_host_teardown():
+    """Removes the pair, then the netns: a deleted netns frees its veth
+    end later, so the host's end would still be there for the next session."""
+    for cmd in (["ip", "link", "del", "rknpp0"], ["ip", "netns", "del", PUB_NS]):
+        subprocess.run(cmd, stderr=subprocess.DEVNULL)
+
+
+def pub_host_setup(mtu):
+    """The published-port tests' test host: netns PUB_NS joined to the
+    host's own network by a veth pair (host end PUB_IP[0], test host
+    PUB_IP[1], /24), both ends at the session's MTU."""
+    pub_host_teardown()
+    sh("ip", "netns", "add", PUB_NS)
+    sh("ip", "link", "add", "rknpp0", "mtu", str(mtu), "type", "veth",
+       "peer", "name", "rknpp1", "mtu", str(mtu), "netns", PUB_NS)
+    sh("ip", "addr", "add", PUB_IP[0] + "/24", "dev", "rknpp0")
+    sh("ip", "link", "set", "rknpp0", "up")
+    sh("ip", "-n", PUB_NS, "link", "set", "lo", "up")
+    sh("ip", "-n", PUB_NS, "addr", "add", PUB_IP[1] + "/24", "dev", "rknpp1")
+    sh("ip", "-n", PUB_NS, "link", "set", "rknpp1", "up")
 
 
 class StockRootlesskitCompat(Target):
@@ -269,7 +336,7 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
                  unsupported=None, ref_lib=None):
     """Builds the Target list; logs and skips what this machine cannot run.
     Drivers this rootlesskit refuses (PROBED) go to unsupported {name: why}.
-    plugin-fast-ref runs with ref_lib instead of plugin_lib."""
+    plugin-fast-ref and plugin-ports-ref run with ref_lib instead of plugin_lib."""
     nets = supported_nets(rootlesskit) if rootlesskit else set()
     out = []
     for n in names:
@@ -286,7 +353,7 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
             else:
                 log("skipping %s: needs --stock-rootlesskit and --s4n-binary"
                     " (found: %s, %s)" % (n, stock_rootlesskit, s4n_binary))
-        elif n == "plugin-fast-ref" and not ref_lib:
+        elif n.endswith("-ref") and not ref_lib:
             log("skipping %s: needs --ref-lib (the library to compare with)" % n)
         elif n in PODMAN_TARGETS:
             env = {k: v for k, v in os.environ.items() if k.startswith("BENCH_PODMAN_")}
@@ -300,7 +367,7 @@ def make_targets(names, rootlesskit, plugin_lib, harness, log,
         elif n == "veth":
             out.append(Veth())
         elif n in nets or (n in PLUGIN_FLAGS and "plugin" in nets):
-            lib = ref_lib if n == "plugin-fast-ref" else plugin_lib
+            lib = ref_lib if n.endswith("-ref") else plugin_lib
             out.append(RootlesskitDriver(n, rootlesskit, lib))
         elif n == "plugin" and harness:
             log("rootlesskit %s has no --net=plugin: plugin runs via %s"
