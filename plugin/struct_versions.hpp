@@ -39,6 +39,7 @@ static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_4 == 144);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_5 == 160);
 static_assert(sizeof(void *) != 8 || RKNP_STATS_SIZE_1_7 == 240);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_1 == 32);
+static_assert(sizeof(void *) != 8 || RKNP_FORWARD_SIZE_1_7 == 40);
 static_assert(sizeof(void *) != 8 || RKNP_FORWARD_INFO_SIZE_1_1 == 82);
 static_assert(RKNP_FORWARD_INFO_SIZE_1_7 == 132);
 static_assert(sizeof(void *) != 8 || RKNP_CHILD_OPTIONS_SIZE_1_0 == 32);
@@ -64,6 +65,7 @@ static_assert(offsetof(rknp_config, dns_address6) ==
               offsetof(rknp_config, reserved_1_7) + 7);
 static_assert(offsetof(rknp_stats, udp_fast_flows) == RKNP_STATS_SIZE_1_4);
 static_assert(offsetof(rknp_stats, tcp_forward_accepted) == RKNP_STATS_SIZE_1_5);
+static_assert(offsetof(rknp_forward, flags) == RKNP_FORWARD_SIZE_1_1);
 static_assert(offsetof(rknp_forward_info, guest_addr_full) ==
               offsetof(rknp_forward_info, reserved_1_1) + 2);
 // ... and every struct ends on a member (its reserved block), not on tail
@@ -72,7 +74,7 @@ static_assert(sizeof(rknp_config) == RKNP_CONFIG_SIZE_1_7);
 static_assert(sizeof(rknp_stats) == RKNP_STATS_SIZE_1_7);
 static_assert(sizeof(rknp_network) ==
               offsetof(rknp_network, reserved_1_3) + 2);
-static_assert(sizeof(rknp_forward) == RKNP_FORWARD_SIZE_1_1);
+static_assert(sizeof(rknp_forward) == RKNP_FORWARD_SIZE_1_7);
 static_assert(sizeof(rknp_forward_info) == RKNP_FORWARD_INFO_SIZE_1_7);
 static_assert(sizeof(rknp_child_options) ==
               offsetof(rknp_child_options, reserved_1_2) + 7);
@@ -101,7 +103,8 @@ template <> struct Versions<rknp_stats> {
 };
 template <> struct Versions<rknp_forward> {
     static constexpr const char *name = "rknp_forward";
-    static constexpr std::array<size_t, 1> sizes{RKNP_FORWARD_SIZE_1_1};
+    static constexpr std::array<size_t, 2> sizes{RKNP_FORWARD_SIZE_1_1,
+                                                 RKNP_FORWARD_SIZE_1_7};
 };
 template <> struct Versions<rknp_forward_info> {
     static constexpr const char *name = "rknp_forward_info";

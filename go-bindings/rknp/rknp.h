@@ -115,7 +115,9 @@ extern "C" {
  *        udp_forward_full; rknp_forward.guest_addr outside the network (a
  *        routed address) and IPv6; rknp_forward_info.guest_addr_full (an
  *        IPv6 guest_addr in full: filled for callers whose struct_size
- *        covers it); no new functions
+ *        covers it); rknp_forward.flags and handoff_fd
+        (RKNP_FORWARD_HANDOFF_LOOPBACK: a TCP forward's loopback clients
+        handed to the caller, rknp_handoff); no new functions
  */
 #define RKNP_ABI_MINOR 7
 /** rknp_abi_version() packs both: (major << 16) | minor. */
@@ -666,15 +668,55 @@ typedef struct rknp_forward {
                                (tcp_path/udp_path _SLIRP), dropped with
                                an error logged should the tap come
                                without offloads */
+    /* 1.7 */
+    uint32_t flags;         /* RKNP_FORWARD_* bits; 0: none */
+    int32_t handoff_fd;     /* with RKNP_FORWARD_HANDOFF_LOOPBACK: where
+                               the loopback clients go (below); read
+                               only with that flag */
 } rknp_forward;
 
 #define RKNP_FORWARD_SIZE_1_1 \
     (offsetof(rknp_forward, guest_addr) + sizeof(const char *))
+#define RKNP_FORWARD_SIZE_1_7 \
+    (offsetof(rknp_forward, handoff_fd) + sizeof(int32_t))
+
+/**
+ * rknp_forward.flags (1.7).
+ *
+ * RKNP_FORWARD_HANDOFF_LOOPBACK: a TCP forward's connections from a
+ * loopback client (127.0.0.0/8, ::1) do not enter the stack: each is
+ * handed, accepted, to the caller, which may carry it to the guest past
+ * the tap (pasta splices such clients to the namespace's loopback or its
+ * address). handoff_fd is the caller's end of an AF_UNIX SOCK_SEQPACKET
+ * socket (a socketpair); the library keeps a duplicate of it for as long
+ * as the forward lives (the caller may close its own) and sends, per such
+ * connection, one message: an rknp_handoff as its data and the
+ * connection's fd (non-blocking, close-on-exec once received with
+ * MSG_CMSG_CLOEXEC) in one SCM_RIGHTS control message. The caller then
+ * owns that fd; getsockname and getpeername on it give the host address
+ * the client reached and the client. A message that cannot be sent at
+ * once (the caller's receive queue full, its end closed) resets the
+ * client. Other clients keep the stack's path. The TCP fast path does
+ * this; a forward libslirp carries (tcp_path RKNP_TCP_PATH_SLIRP, a tap
+ * without vnet headers) ignores the flag: its loopback clients take the
+ * stack's path. RKNP_ERR_INVALID_ARGUMENT for the flag on UDP, for
+ * unknown bits and for a handoff_fd that is not an AF_UNIX
+ * SOCK_SEQPACKET socket.
+ */
+enum { RKNP_FORWARD_HANDOFF_LOOPBACK = 1 };
+
+/** The data of a handoff message (RKNP_FORWARD_HANDOFF_LOOPBACK). A later
+ *  minor may append fields: read min(struct_size, the bytes received,
+ *  sizeof(rknp_handoff)). */
+typedef struct rknp_handoff {
+    uint32_t struct_size;   /* the library's sizeof(rknp_handoff) */
+    uint32_t guest_port;    /* the forward's guest port */
+} rknp_handoff;
 
 /** Static initialiser with the defaults, the same struct as
  *  rknp_forward_init(&fwd, sizeof fwd) gives. */
 #define RKNP_FORWARD_INIT \
-    { sizeof(rknp_forward), RKNP_PROTO_TCP, NULL, 0, 0, NULL }
+    { sizeof(rknp_forward), RKNP_PROTO_TCP, NULL, 0, 0, NULL, 0, 0 }
 
 /** Clears struct_size bytes of fwd (pass sizeof(rknp_forward)), sets the
  *  defaults and struct_size. RKNP_ERR_INVALID_ARGUMENT if fwd is NULL or

@@ -4,7 +4,10 @@
 #include "datapath/forward_spec.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "common/error.hpp"
@@ -42,6 +45,30 @@ void check_guest6(ForwardSpec &s, const char *text, const GuestNet6 *net6) {
 
 } // namespace
 
+namespace {
+
+// The library's duplicate of f.handoff_fd, checked: an AF_UNIX
+// SOCK_SEQPACKET socket keeps each message whole with its fd, so one
+// connection is one message (rknp.h, RKNP_FORWARD_HANDOFF_LOOPBACK).
+std::shared_ptr<const UniqueFd> handoff_socket(const rknp_forward &f, bool udp) {
+    if (udp)
+        throw_invalid("RKNP_FORWARD_HANDOFF_LOOPBACK is for TCP forwards only");
+    int domain = 0, type = 0;
+    socklen_t len = sizeof domain;
+    if (f.handoff_fd < 0 ||
+        ::getsockopt(f.handoff_fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+        (len = sizeof type,
+         ::getsockopt(f.handoff_fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0) ||
+        domain != AF_UNIX || type != SOCK_SEQPACKET)
+        throw_invalid("invalid handoff_fd " + std::to_string(f.handoff_fd) +
+                      ": not an AF_UNIX SOCK_SEQPACKET socket");
+    UniqueFd dup(::fcntl(f.handoff_fd, F_DUPFD_CLOEXEC, 0));
+    if (!dup) throw Error(RKNP_ERR_SYSTEM, "handoff_fd: dup: " + std::string(std::strerror(errno)));
+    return std::make_shared<const UniqueFd>(std::move(dup));
+}
+
+} // namespace
+
 ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net,
                                 const GuestNet6 *net6) {
     ForwardSpec s;
@@ -49,6 +76,10 @@ ForwardSpec ForwardSpec::from_c(const rknp_forward &f, const Ipv4Cidr &net,
         throw_invalid("invalid protocol \"" + std::to_string(f.protocol) +
                       "\": must be RKNP_PROTO_TCP or RKNP_PROTO_UDP");
     s.udp = f.protocol == RKNP_PROTO_UDP;
+    if (f.flags & ~uint32_t(RKNP_FORWARD_HANDOFF_LOOPBACK))
+        throw_invalid("invalid flags " + std::to_string(f.flags) +
+                      ": only RKNP_FORWARD_HANDOFF_LOOPBACK is known");
+    if (f.flags & RKNP_FORWARD_HANDOFF_LOOPBACK) s.handoff = handoff_socket(f, s.udp);
     check_u32("host_port", f.host_port, 1, 65535);
     check_u32("guest_port", f.guest_port, 1, 65535);
     s.host_port = uint16_t(f.host_port);

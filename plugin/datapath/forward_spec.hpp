@@ -11,10 +11,12 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/addr.hpp"
+#include "common/fd.hpp"
 #include "rknp.h"
 
 namespace rknp {
@@ -42,6 +44,10 @@ struct ForwardSpec {
     // the guest's MAC; the replies, from that address, are let in for the
     // forward's flows only (Path::routed_frame).
     bool routed = false;
+    // RKNP_FORWARD_HANDOFF_LOOPBACK (TCP): the library's duplicate of the
+    // caller's handoff_fd, shared by the copies of this spec (the parent's
+    // table, the path's listener), closed with the last. Null: none.
+    std::shared_ptr<const UniqueFd> handoff;
 
     // Validates f against the guest networks (net6: the guest's IPv6
     // network, nullptr without IPv6); throws Error naming the field.

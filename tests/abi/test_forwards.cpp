@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -218,6 +219,75 @@ TEST_CASE("1.7: an IPv6 guest_addr needs IPv6 and, for TCP, the fast path") {
     CHECK_FALSE(port_taken(SOCK_STREAM, port));
 }
 
+TEST_CASE("1.7: RKNP_FORWARD_HANDOFF_LOOPBACK hands a loopback client to the caller") {
+    Running r(RKNP_TCP_PATH_FAST);
+    int pair[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+    const uint16_t port = free_port();
+    auto f = tcp(port, 80);
+    f.flags = RKNP_FORWARD_HANDOFF_LOOPBACK;
+    f.handoff_fd = pair[1];
+    uint32_t id = 0;
+    REQUIRE(rknp_parent_add_forward(r.p, &f, &id, nullptr) == RKNP_OK);
+    close(pair[1]); // the library holds its own
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(port);
+    REQUIRE(connect(c, reinterpret_cast<sockaddr *>(&to), sizeof to) == 0);
+    rknp_handoff m{};
+    iovec iov{&m, sizeof m};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    REQUIRE(recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC) == ssize_t(sizeof m));
+    CHECK(m.struct_size == sizeof m);
+    CHECK(m.guest_port == 80);
+    cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    REQUIRE(cm != nullptr);
+    REQUIRE(cm->cmsg_type == SCM_RIGHTS);
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    CHECK(send(c, "hi", 2, 0) == 2);
+    char b[2];
+    CHECK(recv(fd, b, 2, 0) == 2);
+    close(fd);
+    close(c);
+    close(pair[0]);
+    rknp_stats st{};
+    st.struct_size = sizeof st;
+    REQUIRE(rknp_parent_stats(r.p, &st, nullptr) == RKNP_OK);
+    CHECK(st.tcp_forward_accepted == 1);
+    CHECK(st.tcp_forward_flows == 0);
+}
+
+TEST_CASE("1.7: RKNP_FORWARD_HANDOFF_LOOPBACK's bad uses fail cleanly") {
+    Running r(RKNP_TCP_PATH_FAST);
+    int pair[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    auto f = tcp(free_port(), 80);
+    f.flags = 2;
+    CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid flags 2: only RKNP_FORWARD_HANDOFF_LOOPBACK is known");
+    f.flags = RKNP_FORWARD_HANDOFF_LOOPBACK;
+    f.handoff_fd = pair[0];
+    CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid handoff_fd " + std::to_string(pair[0]) +
+              ": not an AF_UNIX SOCK_SEQPACKET socket");
+    f.handoff_fd = -1;
+    CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+          "invalid handoff_fd -1: not an AF_UNIX SOCK_SEQPACKET socket");
+    f.protocol = RKNP_PROTO_UDP;
+    CHECK(add_error(r.p, f, RKNP_ERR_INVALID_ARGUMENT) ==
+          "RKNP_FORWARD_HANDOFF_LOOPBACK is for TCP forwards only");
+    close(pair[0]);
+    close(pair[1]);
+}
+
 TEST_CASE("duplicates, ports in use, bad values and unknown ids fail cleanly") {
     Running r(tcp_path_case());
     uint16_t port = free_port();
@@ -367,6 +437,7 @@ TEST_CASE("a 1.1 caller's rknp_forward and rknp_forward_info: poisoned bytes pas
         // any field invalid).
         std::vector<unsigned char> in(sizeof(rknp_forward) + 64, poison);
         rknp_forward set = tcp(free_port(), 83);
+        set.struct_size = RKNP_FORWARD_SIZE_1_1; // a 1.1 caller's sizeof
         std::memcpy(in.data(), &set, RKNP_FORWARD_SIZE_1_1);
         uint32_t id = 0;
         rknp_error *err = nullptr;

@@ -374,9 +374,21 @@ TEST_CASE("an old caller's rknp_child_options and rknp_forward: their minor") {
         rknp_forward fwd = fwd_defaults;
         fwd.host_port = 8080;
         fwd.guest_port = 80;
+        fwd.struct_size = RKNP_FORWARD_SIZE_1_1; // a 1.1 caller's sizeof
         auto rf = read_poisoned(fwd, RKNP_FORWARD_SIZE_1_1,
                                 RKNP_FORWARD_SIZE_1_1, poison, fwd_defaults);
         CHECK(std::memcmp(&rf, &fwd, sizeof fwd) == 0);
+        // 1.7's flags and handoff_fd: read at their frozen size, not below.
+        fwd.flags = RKNP_FORWARD_HANDOFF_LOOPBACK;
+        fwd.handoff_fd = 7;
+        auto rf7 = read_poisoned(fwd, RKNP_FORWARD_SIZE_1_7,
+                                 RKNP_FORWARD_SIZE_1_7, poison, fwd_defaults);
+        CHECK(rf7.flags == RKNP_FORWARD_HANDOFF_LOOPBACK);
+        CHECK(rf7.handoff_fd == 7);
+        auto rf1 = read_poisoned(fwd, RKNP_FORWARD_SIZE_1_1,
+                                 RKNP_FORWARD_SIZE_1_1, poison, fwd_defaults);
+        CHECK(rf1.flags == 0);
+        CHECK(rf1.handoff_fd == 0);
     }
 }
 

@@ -38,6 +38,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -105,8 +106,12 @@ public:
     // (IPv4-mapped, or IPv6 with v6; the guest's network or routed behind
     // it). Returns 0 or the errno of the step that failed (EADDRINUSE for
     // a port in use).
+    // handoff: RKNP_FORWARD_HANDOFF_LOOPBACK's socket, or null: each
+    // connection from a loopback client goes there (hand_off) instead of
+    // to the guest.
     int add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
-                    bool v6, uint16_t guest_port);
+                    bool v6, uint16_t guest_port,
+                    std::shared_ptr<const UniqueFd> handoff = {});
     // The same to guest4 (host byte order).
     int add_forward(const sockaddr *host, socklen_t host_len, uint32_t guest4,
                     uint16_t guest_port);
@@ -116,7 +121,7 @@ public:
     size_t forwards() const;
     // The same through the Path interface: TCP forwards.
     bool carries(const ForwardSpec &f) const override { return !f.udp; }
-    void add_forward(const ForwardSpec &f) override { add_socket_forward(*this, f); }
+    void add_forward(const ForwardSpec &f) override;
     void remove_forward(const ForwardSpec &f) override { remove_socket_forward(*this, f); }
 
     // The tap went away (the stack loop's detach path): no guest to talk
@@ -157,6 +162,7 @@ private:
         bool paused = false; // out of the epoll set until listeners_resume_at_
         size_t live = 0;     // its open connections
         TokenBucket bucket{1, 0}; // its new connections (reset by add_forward)
+        std::shared_ptr<const UniqueFd> handoff; // loopback clients go there
     };
     // fwd_of_ of a slot: the guest's flow, or a connection whose forward
     // is gone (still counted in forwarded_open_); else a listener's index.
@@ -208,6 +214,10 @@ private:
     void pause_listener(size_t slot);
     void resume_listeners();
     void open_forwarded(size_t slot, UniqueFd sock, const sockaddr_storage &peer);
+    // A loopback client's connection to the caller through the forward's
+    // handoff socket (RKNP_FORWARD_HANDOFF_LOOPBACK), or reset if the
+    // message cannot go at once.
+    void hand_off(size_t slot, UniqueFd sock);
     // The guest's source address as a forwarded flow shows it (libslirp's
     // sotranslate_accept): the peer's, or the gateway for loopback and
     // anything the guest could not answer.

@@ -3,7 +3,8 @@
 // The fast path's forwarded TCP ports: listeners in its epoll set, each
 // accepted connection opened towards the guest as a flow, bounded by its
 // forward's cap and rate and all forwards' slots, never by the guest's
-// admission.
+// admission; or, for a loopback client of a forward that asked for it
+// (RKNP_FORWARD_HANDOFF_LOOPBACK), handed to the caller.
 #include "datapath/tcp/fastpath.hpp"
 
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
@@ -26,8 +28,16 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     return add_forward(host, host_len, guest, false, guest_port);
 }
 
+void FastPath::add_forward(const ForwardSpec &f) {
+    const ForwardSpec::HostAddress h = f.host_address();
+    uint8_t guest[16];
+    f.guest_bytes(guest);
+    f.check_added(add_forward(h.get(), h.len, guest, f.guest_v6, f.guest_port, f.handoff));
+}
+
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
-                          bool v6, uint16_t guest_port) {
+                          bool v6, uint16_t guest_port,
+                          std::shared_ptr<const UniqueFd> handoff) {
     if (host_len > socklen_t(sizeof(sockaddr_storage))) return EINVAL;
     UniqueFd fd(::socket(host->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return errno;
@@ -57,6 +67,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_
     l.paused = false;
     l.live = 0;
     l.bucket = TokenBucket(cfg_.forward_new_per_sec, uint64_t(now()));
+    l.handoff = std::move(handoff);
     return 0;
 }
 
@@ -70,6 +81,15 @@ void reset_close(UniqueFd &fd) {
     fd.reset();
 }
 
+// 127.0.0.0/8 or ::1 (an IPv6 listener is IPV6_V6ONLY: no mapped peer).
+bool loopback_peer(const sockaddr_storage &peer) {
+    if (peer.ss_family == AF_INET)
+        return (ntohl(reinterpret_cast<const sockaddr_in &>(peer).sin_addr.s_addr) >> 24) ==
+               127;
+    return peer.ss_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6 &>(peer).sin6_addr);
+}
+
 } // namespace
 
 bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
@@ -78,6 +98,7 @@ bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
         if (l.fd && same_ip_port(l.host, host, host_len)) {
             l.fd.reset(); // also leaves the epoll set; connections pending
                           // in its backlog are reset by the kernel
+        l.handoff.reset();
             // Its connections go on, still in the forwards' slots, no
             // longer in its count (a forward added later may take the
             // entry).
@@ -112,7 +133,10 @@ void FastPath::accept_forward(size_t slot) {
             return; // EAGAIN
         }
         ++stats_.forward_accepted;
-        open_forwarded(slot, UniqueFd(s), peer);
+        if (fwds_[slot].handoff && loopback_peer(peer))
+            hand_off(slot, UniqueFd(s));
+        else
+            open_forwarded(slot, UniqueFd(s), peer);
     }
 }
 
@@ -133,6 +157,32 @@ void FastPath::resume_listeners() {
         if (!l.fd) continue;
         (void)events_.modify(l.fd.get(), EPOLLIN, kListenerTag | slot);
     }
+}
+
+void FastPath::hand_off(size_t slot, UniqueFd sock) {
+    ForwardListener &l = fwds_[slot];
+    rknp_handoff m{};
+    m.struct_size = sizeof m;
+    m.guest_port = l.guest_port;
+    iovec iov{&m, sizeof m};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = sock.get();
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    // Never waits: a caller that does not keep up (its queue full) or is
+    // gone costs its client a reset, not the stack a stall.
+    if (::sendmsg(l.handoff->get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(sizeof m))
+        return; // the caller holds its own reference now; ours closes
+    ++stats_.forward_refused;
+    reset_close(sock);
 }
 
 uint32_t FastPath::forwarded_source(const sockaddr_storage &peer) const {
