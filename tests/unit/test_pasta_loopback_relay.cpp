@@ -5,8 +5,11 @@
 // each way, a second connection after the first, a refused host port
 // (RST), UDP echoes for two clients and their expiry, ::1, a removed
 // port, and no allocation on the relay path once a pair runs; NsSockets
-// opening its sockets inside another namespace. Its own executable
-// (alloc_count.hpp replaces operator new).
+// opening its sockets inside another namespace; -t's loopback clients
+// handed over as the library does (LoopbackHandoff: the connection
+// spliced whole to the namespace's address or loopback, a reset where
+// nothing listens, HandoffForwards asking for it on the right forwards).
+// Its own executable (alloc_count.hpp replaces operator new).
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -17,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "alloc_count.hpp"
+#include "cmd/rknp-pasta/loopback_handoff.hpp"
 #include "cmd/rknp-pasta/loopback_relay.hpp"
 #include "cmd/rknp-pasta/ns_sockets.hpp"
 
@@ -328,6 +333,188 @@ TEST_CASE("loopback relay: UDP echoes for two clients, then their expiry") {
     CHECK(relay.udp_flows() == 0);
 }
 
+namespace {
+
+// What the library does with a forward's loopback client: one message on
+// the handoff socket, an rknp_handoff (data_len of it) and the fd.
+void hand_over(int library_end, int fd, uint32_t guest_port,
+               std::size_t data_len = sizeof(rknp_handoff)) {
+    rknp_handoff m{uint32_t(sizeof m), guest_port};
+    iovec iov{&m, data_len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    REQUIRE(::sendmsg(library_end, &msg, 0) == ssize_t(data_len));
+}
+
+// A "forward" on the loopback, as the library's listener: a client
+// connects to it and its accepted end is handed over for guest_port (the
+// server's), as the library would; the client's fd.
+UniqueFd handed_client(pasta::LoopbackHandoff &h, int family, uint16_t guest_port,
+                       std::size_t data_len = sizeof(rknp_handoff)) {
+    uint16_t port = 0;
+    UniqueFd listener = bound(family, SOCK_STREAM, port);
+    UniqueFd c = connect_to(family, SOCK_STREAM, port);
+    UniqueFd accepted(::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    REQUIRE(accepted);
+    hand_over(h.library_end(), accepted.get(), guest_port, data_len);
+    return c; // `accepted` closes here: the handed copy keeps the connection
+}
+
+// The poll loop of rknp-pasta's serve() for the handoff and the relay.
+void pump_handoff(pasta::LoopbackHandoff &h, LoopbackRelay &relay,
+                  const std::function<bool()> &done) {
+    std::vector<pollfd> fds;
+    long deadline = now_ms() + 10000;
+    while (!done() && now_ms() < deadline) {
+        fds.clear();
+        std::size_t n = h.fill(fds);
+        relay.fill(fds, now_ms());
+        ::poll(fds.data(), fds.size(), 10);
+        relay.dispatch(std::span(fds).subspan(n), now_ms());
+        h.dispatch(std::span(fds).subspan(0, n), relay);
+    }
+    REQUIRE(done());
+}
+
+// A forward backend that keeps what it was given.
+struct Recorder final : cmd::ForwardBackend {
+    rknp_forward last{};
+    bool add(const rknp_forward &f, uint32_t &id, std::string &) override {
+        last = f;
+        id = 1;
+        return true;
+    }
+    bool remove(uint32_t, std::string &) override { return true; }
+};
+
+} // namespace
+
+TEST_CASE("loopback handoff: where a loopback client goes in the namespace") {
+    sockaddr_storage ss;
+    pasta::LoopbackHandoff to_addr("10.0.2.100", false);
+    for (int family : {AF_INET, AF_INET6}) {
+        CAPTURE(family);
+        // The forward's own destination, ::1's client too.
+        REQUIRE(to_addr.target(family, 80, ss) == sizeof(sockaddr_in));
+        auto &a = reinterpret_cast<sockaddr_in &>(ss);
+        CHECK(a.sin_family == AF_INET);
+        CHECK(ntohl(a.sin_addr.s_addr) == 0x0a000264);
+        CHECK(ntohs(a.sin_port) == 80);
+    }
+    pasta::LoopbackHandoff to_lo("10.0.2.100", true); // --host-lo-to-ns-lo
+    REQUIRE(to_lo.target(AF_INET, 80, ss) == sizeof(sockaddr_in));
+    CHECK(ntohl(reinterpret_cast<sockaddr_in &>(ss).sin_addr.s_addr) == INADDR_LOOPBACK);
+    REQUIRE(to_lo.target(AF_INET6, 80, ss) == sizeof(sockaddr_in6));
+    CHECK(IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6 &>(ss).sin6_addr));
+    CHECK_THROWS_WITH(pasta::LoopbackHandoff("fd00::100", false),
+                      doctest::Contains("is not IPv4"));
+}
+
+TEST_CASE("loopback handoff: a handed client's bytes reach the server, which sees loopback") {
+    // The test's namespace is the "namespace": its address 127.0.0.1.
+    pasta::LoopbackHandoff h("127.0.0.1", false);
+    uint16_t guest_port = 0;
+    UniqueFd server = bound(AF_INET, SOCK_STREAM, guest_port);
+    LoopbackRelay relay(here());
+    UniqueFd c = handed_client(h, AF_INET, guest_port);
+    std::atomic<bool> finished{false};
+    std::string got;
+    sockaddr_in peer{};
+    std::thread srv([&] {
+        socklen_t len = sizeof peer;
+        UniqueFd s(::accept4(server.get(), reinterpret_cast<sockaddr *>(&peer), &len,
+                             SOCK_CLOEXEC));
+        char b[64];
+        long n = s ? read_to_eof(s.get(), b, sizeof b) : -1;
+        if (n > 0) got.assign(b, std::size_t(n));
+        if (s) send_all(s.get(), "pong", 4);
+        finished = true;
+    });
+    REQUIRE(send_all(c.get(), "ping", 4));
+    REQUIRE(::shutdown(c.get(), SHUT_WR) == 0);
+    pump_handoff(h, relay, [&] { return finished.load() && relay.tcp_pairs() == 0; });
+    srv.join();
+    CHECK(got == "ping");
+    CHECK(ntohl(peer.sin_addr.s_addr) == INADDR_LOOPBACK);
+    char b[8];
+    CHECK(read_to_eof(c.get(), b, sizeof b) == 4);
+    CHECK(std::string(b, 4) == "pong");
+}
+
+TEST_CASE("loopback handoff: nothing listening in the namespace resets the client") {
+    pasta::LoopbackHandoff h("127.0.0.1", false);
+    uint16_t nobody = free_port(AF_INET, SOCK_STREAM);
+    LoopbackRelay relay(here());
+    UniqueFd c = handed_client(h, AF_INET, nobody);
+    std::atomic<bool> finished{false};
+    long got = -2;
+    int read_err = 0;
+    std::thread client([&] {
+        char b[16];
+        got = ::recv(c.get(), b, sizeof b, 0);
+        read_err = errno;
+        finished = true;
+    });
+    pump_handoff(h, relay, [&] { return finished.load(); });
+    client.join();
+    CHECK(got == -1);
+    CHECK(read_err == ECONNRESET);
+    CHECK(relay.tcp_pairs() == 0);
+}
+
+TEST_CASE("loopback handoff: a message too short for a guest port resets its client") {
+    pasta::LoopbackHandoff h("127.0.0.1", false);
+    LoopbackRelay relay(here());
+    UniqueFd c = handed_client(h, AF_INET, 80, sizeof(uint32_t));
+    std::atomic<bool> finished{false};
+    int read_err = 0;
+    std::thread client([&] {
+        char b[16];
+        if (::recv(c.get(), b, sizeof b, 0) < 0) read_err = errno;
+        finished = true;
+    });
+    pump_handoff(h, relay, [&] { return finished.load(); });
+    client.join();
+    CHECK(read_err == ECONNRESET);
+    CHECK(relay.tcp_pairs() == 0);
+}
+
+TEST_CASE("loopback handoff: asked for on TCP forwards to the namespace's own address") {
+    pasta::LoopbackHandoff h("10.0.2.100", false);
+    Recorder inner;
+    pasta::HandoffForwards fw(inner, &h);
+    uint32_t id = 0;
+    std::string error;
+    rknp_forward f = RKNP_FORWARD_INIT;
+    f.host_port = f.guest_port = 8080;
+    REQUIRE(fw.add(f, id, error));
+    CHECK(inner.last.flags == RKNP_FORWARD_HANDOFF_LOOPBACK);
+    CHECK(inner.last.handoff_fd == h.library_end());
+    f.guest_addr = "10.0.2.100"; // rknp-pesto names it
+    REQUIRE(fw.add(f, id, error));
+    CHECK(inner.last.flags == RKNP_FORWARD_HANDOFF_LOOPBACK);
+    f.guest_addr = "10.88.0.2"; // routed behind the namespace: the stack's
+    REQUIRE(fw.add(f, id, error));
+    CHECK(inner.last.flags == 0);
+    f.guest_addr = nullptr;
+    f.protocol = RKNP_PROTO_UDP;
+    REQUIRE(fw.add(f, id, error));
+    CHECK(inner.last.flags == 0);
+    pasta::HandoffForwards off(inner, nullptr); // no namespace to enter
+    f.protocol = RKNP_PROTO_TCP;
+    REQUIRE(off.add(f, id, error));
+    CHECK(inner.last.flags == 0);
+}
+
 TEST_CASE("ns sockets: opened inside the namespace given, not the caller's") {
     // A namespace held by a thread of the test's until the end.
     std::atomic<int> state{0};
@@ -389,7 +576,7 @@ TEST_CASE("ns sockets: a namespace that cannot be entered is an error") {
     UniqueFd not_ns(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     REQUIRE(not_ns);
     CHECK_THROWS_WITH(pasta::NsSockets(std::move(not_ns)),
-                      doctest::Contains("cannot enter the namespace for sockets on its loopback"));
+                      doctest::Contains("cannot enter the namespace for sockets there"));
 }
 
 TEST_CASE("ns sockets: a failing `entered` is an error") {

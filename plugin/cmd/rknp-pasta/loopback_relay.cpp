@@ -191,26 +191,40 @@ void LoopbackRelay::accept_tcp(Listener &l, long now_ms) {
                 accept_paused_until_ = now_ms + kAcceptPauseMs;
             return;
         }
-        cmd::UniqueFd out = open_out(l, SOCK_STREAM);
         sockaddr_storage ss;
         socklen_t len = loopback_sockaddr(l.family, l.target_port, ss);
-        bool connected = false;
-        if (out) {
-            if (::connect(out.get(), reinterpret_cast<sockaddr *>(&ss), len) == 0)
-                connected = true;
-            else if (errno != EINPROGRESS)
-                out.reset();
-        }
-        if (!out) {
-            linger_zero(in.get()); // the other side's port refused (or no fd)
-            continue;
-        }
-        auto t = std::make_unique<TcpPair>();
-        t->in = std::move(in);
-        t->out = std::move(out);
-        t->connecting = !connected;
-        pairs_.push_back(std::move(t));
+        start_pair(std::move(in), open_out(l, SOCK_STREAM), ss, len);
     }
+}
+
+void LoopbackRelay::start_pair(cmd::UniqueFd in, cmd::UniqueFd out, const sockaddr_storage &to,
+                               socklen_t len) {
+    bool connected = false;
+    if (out) {
+        if (::connect(out.get(), reinterpret_cast<const sockaddr *>(&to), len) == 0)
+            connected = true;
+        else if (errno != EINPROGRESS)
+            out.reset();
+    }
+    if (!out) {
+        linger_zero(in.get()); // the other side's port refused (or no fd)
+        return;
+    }
+    auto t = std::make_unique<TcpPair>();
+    t->in = std::move(in);
+    t->out = std::move(out);
+    t->connecting = !connected;
+    pairs_.push_back(std::move(t));
+}
+
+bool LoopbackRelay::splice(cmd::UniqueFd client, const sockaddr_storage &to, socklen_t len) {
+    if (pairs_.size() >= kMaxTcpPairs) {
+        linger_zero(client.get()); // it cannot wait in a backlog: refused now
+        return false;
+    }
+    const std::size_t before = pairs_.size();
+    start_pair(std::move(client), open_(to.ss_family, SOCK_STREAM), to, len);
+    return pairs_.size() > before;
 }
 
 void LoopbackRelay::reset_both(TcpPair &t) {

@@ -6,7 +6,10 @@
 // datagrams (UDP) to the same family's loopback on the host, at the
 // mapped port; --host-lo-to-ns-lo listens on the host's loopback for a
 // port the namespace listens on only at its own, and carries the other
-// way (the namespace sees its client come from its loopback). Served from
+// way (the namespace sees its client come from its loopback); splice
+// carries a -t forward's loopback client, which the library hands over,
+// into the namespace (to its address, or its loopback with
+// --host-lo-to-ns-lo), as pasta splices them. Served from
 // rknp-pasta's poll loop (fill, dispatch, expire) with fixed buffers: a
 // TCP pair holds two of kTcpBuffer bytes from its accept on, UDP shares
 // one datagram buffer; nothing is allocated per read. The namespace's
@@ -63,6 +66,12 @@ public:
     // established TCP pairs keep running, the port's UDP flows end.
     void remove(int proto, uint16_t listen_port, Listen where = Listen::in_ns);
     bool listens(int proto, uint16_t listen_port, Listen where = Listen::in_ns) const;
+    // A TCP connection accepted elsewhere (a -t forward's loopback client,
+    // handed over by the library: loopback_handoff.hpp), relayed to `to`
+    // from a socket opened in the namespace. false, the client reset,
+    // when it cannot be: kMaxTcpPairs run, no socket, or the connect
+    // failed at once (refused). A refusal that comes later resets it too.
+    bool splice(cmd::UniqueFd client, const sockaddr_storage &to, socklen_t len);
 
     // Appends what to poll; returns how many. A TCP listener is left out
     // while kMaxTcpPairs run or after accept(2) ran out of fds (for a
@@ -112,6 +121,9 @@ private:
     };
 
     void accept_tcp(Listener &l, long now_ms);
+    // in, accepted, to `to` through out (unconnected; invalid: no socket).
+    void start_pair(cmd::UniqueFd in, cmd::UniqueFd out, const sockaddr_storage &to,
+                    socklen_t len);
     void receive_udp(Listener &l, long now_ms);
     void pair_events(TcpPair &t);
     void flow_events(UdpFlow &f, long now_ms);

@@ -43,6 +43,7 @@
 #include "cmd/common/signals.hpp"
 #include "cmd/common/state_dir.hpp"
 #include "cmd/common/target_watch.hpp"
+#include "loopback_handoff.hpp"
 #include "loopback_relay.hpp"
 #include "network_model.hpp"
 #include "ns_forwarder.hpp"
@@ -105,13 +106,17 @@ void write_all(int fd, const std::string &s, const std::string &what) {
         throw cmd::sys_failure("write " + what);
 }
 
-// What serve() forwards: -t/-u on the parent, -T/-U on the relay, and
-// the table of the parent's forwards (-T/-U "auto" leaves those ports out).
+// What serve() forwards: -t/-u on the parent (through backend), -T/-U on
+// the relay, the table of the parent's forwards (-T/-U "auto" leaves
+// those ports out) and, where the namespace can be entered, -t's loopback
+// clients the library hands over (handoff, else null).
 struct Forwarders {
     PortForwarder &ports;
     NsForwarder &ns_ports;
     LoopbackRelay &relay;
     const ForwardTable &table;
+    cmd::ForwardBackend &backend;
+    LoopbackHandoff *handoff;
 };
 
 // Serves until a signal, the target going away, or the namespace's /proc
@@ -119,7 +124,7 @@ struct Forwarders {
 // -c socket's listener and clients and -T/-U's relay (none waits on
 // another); the target and "auto" are looked at every tick and when the
 // target's fd fires.
-void serve(rknp_parent *parent, const Forwarders &fwd, const cmd::TargetWatch &watch,
+void serve(const Forwarders &fwd, const cmd::TargetWatch &watch,
            int sigfd, cmd::ControlSocket *control, const LogLevel &log) {
     std::vector<pollfd> fds;
     long next_tick = cmd::now_ms() + kTickMs;
@@ -130,6 +135,8 @@ void serve(rknp_parent *parent, const Forwarders &fwd, const cmd::TargetWatch &w
         if (watch.fd() >= 0) fds.push_back({watch.fd(), POLLIN, 0});
         size_t first = fds.size();
         size_t count = control ? control->fill(fds, now) : 0;
+        size_t handoff_first = fds.size();
+        size_t handoff_count = fwd.handoff ? fwd.handoff->fill(fds) : 0;
         size_t relay_first = fds.size();
         size_t relay_count = fwd.relay.fill(fds, now);
         int timeout = int(std::max(0L, next_tick - now));
@@ -153,6 +160,10 @@ void serve(rknp_parent *parent, const Forwarders &fwd, const cmd::TargetWatch &w
         if (relay_count)
             fwd.relay.dispatch(std::span(fds).subspan(relay_first, relay_count),
                                cmd::now_ms());
+        // After the relay's dispatch: the pairs it starts join the next fill.
+        if (handoff_count)
+            fwd.handoff->dispatch(std::span(fds).subspan(handoff_first, handoff_count),
+                                  fwd.relay);
         bool watch_fired = watch.fd() >= 0 && fds[1].revents != 0;
         now = cmd::now_ms();
         if (!watch_fired && now < next_tick) continue;
@@ -163,7 +174,7 @@ void serve(rknp_parent *parent, const Forwarders &fwd, const cmd::TargetWatch &w
                              program_invocation_short_name);
             return;
         }
-        if (fwd.ports.scans() && !fwd.ports.rescan(parent, fwd.relay)) {
+        if (fwd.ports.scans() && !fwd.ports.rescan(fwd.backend, fwd.relay)) {
             if (!log.quiet)
                 std::fprintf(stderr, "%s: the namespace's ports cannot be read, "
                                      "stopping\n", program_invocation_short_name);
@@ -242,12 +253,21 @@ int run(int argc, char *argv[]) {
     plan.quiet = o.quiet;
     cmd::ChildProcess child(plan);
 
-    // -T/-U and --host-lo-to-ns-lo: the namespace, for the thread that
-    // opens sockets there, and the host's /proc/net files for -T/-U
-    // "auto", both before the sandbox hides their paths (the hand-over
-    // child has forked: it holds neither).
+    // -t's loopback clients spliced into the namespace (loopback_handoff.hpp)
+    // wherever its sockets can be opened: with a user namespace to enter,
+    // or as root. Without (a plain user's --netns alone) they keep the
+    // stack's path.
+    const bool can_enter = ::geteuid() == 0 || plan.ns.userns.has_value();
+    std::optional<LoopbackHandoff> handoff;
+    if (can_enter && !o.ipv6_only && forwarder.forwards_tcp())
+        handoff.emplace(net.ip, o.host_lo_to_ns_lo);
+
+    // -T/-U, --host-lo-to-ns-lo and the splice: the namespace, for the
+    // thread that opens sockets there, and the host's /proc/net files for
+    // -T/-U "auto", both before the sandbox hides their paths (the
+    // hand-over child has forked: it holds neither).
     cmd::UniqueFd netns_fd;
-    if (ns_forwarder.active() || forwarder.relays_to_ns()) {
+    if (ns_forwarder.active() || forwarder.relays_to_ns() || handoff) {
         netns_fd.reset(::open(plan.ns.netns.c_str(), O_RDONLY | O_CLOEXEC));
         if (!netns_fd) throw cmd::sys_failure("open " + plan.ns.netns);
     }
@@ -257,7 +277,8 @@ int run(int argc, char *argv[]) {
     // enters the container's namespaces and must not hold it) and while the
     // process has one thread (ControlSocket's umask), before the caller
     // returns (rootlesskit and Podman run rknp-pesto right after).
-    cmd::RknpForwards forwards(parent.get());
+    cmd::RknpForwards direct(parent.get());
+    HandoffForwards forwards(direct, handoff ? &*handoff : nullptr);
     std::optional<PestoServer> pesto;
     std::optional<cmd::ControlSocket> control;
     if (o.conf_path) {
@@ -270,7 +291,7 @@ int run(int argc, char *argv[]) {
     // pidfd_open.
     cmd::TargetWatch watch(o.target_pid, o.netns, !o.no_netns_quit);
     cmd::UniqueFd sigfd = cmd::block_signals();
-    const bool sandbox = ::geteuid() == 0 || plan.ns.userns;
+    const bool sandbox = can_enter;
     if (sandbox) {
         if (::geteuid() != 0) cmd::enter_user_as_root(*plan.ns.userns);
         cmd::create_sandbox(state.path(), false);
@@ -313,10 +334,10 @@ int run(int argc, char *argv[]) {
     if (!stats.tap_attached) throw cmd::Failure("the tap was not handed over");
     // Explicit ports first: an "auto" port that is also named keeps the
     // named mapping.
-    forwarder.bind_explicit(parent.get());
+    forwarder.bind_explicit(forwards);
     if (forwarder.scans()) {
         forwarder.set_netns_files(child.take_netns_files());
-        forwarder.rescan(parent.get(), relay);
+        forwarder.rescan(forwards, relay);
     }
     ns_forwarder.bind_explicit(relay);
     if (ns_forwarder.scans()) ns_forwarder.rescan(relay, table);
@@ -334,7 +355,9 @@ int run(int argc, char *argv[]) {
     }
     bg.ready(log_fd.get());
     log_fd.reset();
-    serve(parent.get(), Forwarders{forwarder, ns_forwarder, relay, table}, watch,
+    serve(Forwarders{forwarder, ns_forwarder, relay, table, forwards,
+                     handoff ? &*handoff : nullptr},
+          watch,
           sigfd.get(), control ? &*control : nullptr, log);
     rknp_parent_close(parent.get());
     return EXIT_SUCCESS;

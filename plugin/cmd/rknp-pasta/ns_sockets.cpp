@@ -89,8 +89,9 @@ NsSockets::NsSockets(cmd::UniqueFd netns, std::function<void()> entered) {
         if (err == kEnteredFailed)
             throw cmd::Failure("the thread in the namespace could not drop its "
                                "capabilities");
-        throw cmd::sys_failure("cannot enter the namespace for sockets on its "
-                               "loopback (-T/-U, --host-lo-to-ns-lo): setns", err);
+        throw cmd::sys_failure("cannot enter the namespace for sockets there "
+                               "(-T/-U, --host-lo-to-ns-lo, -t's loopback "
+                               "clients): setns", err);
     }
 }
 

@@ -77,7 +77,7 @@ void PortForwarder::set_netns_files(std::vector<cmd::UniqueFd> fds) {
     for (size_t i = 0; i < fds.size(); i++) scan_[i].fd = std::move(fds[i]);
 }
 
-bool PortForwarder::add(rknp_parent *p, uint32_t proto,
+bool PortForwarder::add(cmd::ForwardBackend &fw, uint32_t proto,
                         const std::string &host_addr, uint16_t host_port,
                         uint16_t guest_port, const std::string &target, uint32_t &id,
                         std::string &error) {
@@ -87,13 +87,13 @@ bool PortForwarder::add(rknp_parent *p, uint32_t proto,
     fwd.host_port = host_port;
     fwd.guest_port = guest_port;
     fwd.guest_addr = target.empty() ? nullptr : target.c_str();
-    if (!cmd::RknpForwards(p).add(fwd, id, error)) return false;
+    if (!fw.add(fwd, id, error)) return false;
     table_.add({proto, ForwardTable::canonical(host_addr), host_port, guest_port, id,
                 ForwardTable::canonical(target)});
     return true;
 }
 
-void PortForwarder::bind_explicit(rknp_parent *p) {
+void PortForwarder::bind_explicit(cmd::ForwardBackend &fw) {
     for (const Kind *k : {&tcp_, &udp_}) {
         const char *option = k->proto == RKNP_PROTO_TCP ? "-t" : "-u";
         for (const auto &spec : k->lists) {
@@ -108,7 +108,7 @@ void PortForwarder::bind_explicit(rknp_parent *p) {
                 for (size_t i = 0; i < addrs.size(); i++) {
                     uint32_t id = 0;
                     std::string error;
-                    if (add(p, k->proto, addrs[i], m.host, m.guest, spec.target, id, error))
+                    if (add(fw, k->proto, addrs[i], m.host, m.guest, spec.target, id, error))
                         continue;
                     // "::" next to "0.0.0.0": a host without IPv6 is fine.
                     if (spec.address.empty() && i > 0) continue;
@@ -122,7 +122,7 @@ void PortForwarder::bind_explicit(rknp_parent *p) {
     }
 }
 
-bool PortForwarder::rescan(rknp_parent *p, LoopbackRelay &relay) {
+bool PortForwarder::rescan(cmd::ForwardBackend &fw, LoopbackRelay &relay) {
     std::set<std::pair<uint32_t, unsigned>> want, lo;
     for (auto &s : scan_) {
         if (!read_proc_net(s.fd.get(), text_)) return false;
@@ -143,9 +143,8 @@ bool PortForwarder::rescan(rknp_parent *p, LoopbackRelay &relay) {
         for (uint32_t id : it->second) {
             if (!table_.has(id)) continue; // deleted through rknp-pesto
             table_.erase_id(id);
-            rknp_error *err = nullptr;
-            rknp_parent_remove_forward(p, id, &err);
-            rknp_error_free(err);
+            std::string error;
+            fw.remove(id, error);
         }
         it = auto_.erase(it);
     }
@@ -158,7 +157,7 @@ bool PortForwarder::rescan(rknp_parent *p, LoopbackRelay &relay) {
             std::string error;
             // A port the host cannot bind (in use, privileged, or an
             // explicit forward already) stays unforwarded, as in pasta.
-            if (add(p, key.first, addr, uint16_t(key.second), uint16_t(key.second), "",
+            if (add(fw, key.first, addr, uint16_t(key.second), uint16_t(key.second), "",
                     id, error))
                 ids.push_back(id);
         }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cmd/common/forward_backend.hpp"
 #include "cmd/common/unique_fd.hpp"
 #include "cmd/common/port_spec.hpp"
 #include "forward_table.hpp"
@@ -52,12 +53,14 @@ public:
 
     // Binds every explicit mapping; throws cmd::Failure naming the first
     // one that fails.
-    void bind_explicit(rknp_parent *p);
+    void bind_explicit(cmd::ForwardBackend &fw);
     // Reads the namespace's listening ports and adds and removes "auto"
     // forwards (and, with --host-lo-to-ns-lo, relays on relay) to match.
     // false once the files cannot be read (the namespace is gone).
-    bool rescan(rknp_parent *p, LoopbackRelay &relay);
+    bool rescan(cmd::ForwardBackend &fw, LoopbackRelay &relay);
     bool scans() const { return !scan_.empty(); }
+    // Whether any TCP forward may be made (-t is not none).
+    bool forwards_tcp() const { return tcp_.automatic || !tcp_.lists.empty(); }
     // Whether rescan needs sockets inside the namespace (NsSockets).
     bool relays_to_ns() const { return lo_to_lo_ && scans(); }
 
@@ -74,7 +77,7 @@ private:
     };
     // Adds the forward, or returns false with the library's message.
     // target: the address in the namespace ("": its own).
-    bool add(rknp_parent *p, uint32_t proto, const std::string &host_addr,
+    bool add(cmd::ForwardBackend &fw, uint32_t proto, const std::string &host_addr,
              uint16_t host_port, uint16_t guest_port, const std::string &target,
              uint32_t &id, std::string &error);
 
