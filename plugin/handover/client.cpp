@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/fd_passing.hpp"
 #include "common/error.hpp"
 #include "common/fd.hpp"
 #include "handover/unix_socket.hpp"
@@ -92,21 +93,9 @@ void send_tap(const std::string &path, int tap_fd, const std::string &ifname,
                         " is not this child's parent (wrong token); the tap "
                         "was not sent");
 
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    iovec iov{hello.data(), hello.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &tap_fd, sizeof tap_fd);
     // A parent that refuses us replies and closes before our hello lands
     // (EPIPE): its reply is still queued, so read it.
-    if (::sendmsg(s.get(), &mh, MSG_NOSIGNAL) < 0) {
+    if (send_with_fd(s.get(), hello.data(), hello.size(), tap_fd, MSG_NOSIGNAL) < 0) {
         if (errno == EAGAIN) timed_out("sending the tap to " + path);
         if (errno != EPIPE && errno != ECONNRESET)
             throw_errno("hand-over: sendmsg " + path);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/fd_passing.hpp"
 #include "common/error.hpp"
 #include "handover/unix_socket.hpp"
 
@@ -37,27 +38,7 @@ void send_reply(int conn, rknp_status status, const std::string &message) {
 // result; flags gets msg_flags.
 ssize_t recv_message(int conn, std::span<uint8_t> buf, UniqueFd &keep,
                      int &flags) {
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    iovec iov{buf.data(), buf.size()};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0) return n;
-    for (cmsghdr *c = CMSG_FIRSTHDR(&mh); c != nullptr; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < count; ++i) {
-            int fd;
-            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (!keep) keep.reset(fd);
-            else ::close(fd);
-        }
-    }
-    flags = mh.msg_flags;
-    return n;
+    return recv_with_fd(conn, buf.data(), buf.size(), keep, flags, MSG_DONTWAIT);
 }
 
 // Replies, then makes sure the reply reaches the peer: closing a unix socket

@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "../unit/temp_dir.hpp"
+#include "common/fd_passing.hpp" // test plumbing only: header-only
 #include "rknp.h"
 
 namespace {
@@ -237,25 +237,15 @@ TEST_CASE("1.7: RKNP_FORWARD_HANDOFF_LOOPBACK hands a loopback client to the cal
     to.sin_port = htons(port);
     REQUIRE(connect(c, reinterpret_cast<sockaddr *>(&to), sizeof to) == 0);
     rknp_handoff m{};
-    iovec iov{&m, sizeof m};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    REQUIRE(recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC) == ssize_t(sizeof m));
+    rknp::UniqueFd fd;
+    int flags = 0;
+    REQUIRE(rknp::recv_with_fd(pair[0], &m, sizeof m, fd, flags, 0) == ssize_t(sizeof m));
     CHECK(m.struct_size == sizeof m);
     CHECK(m.guest_port == 80);
-    cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    REQUIRE(cm != nullptr);
-    REQUIRE(cm->cmsg_type == SCM_RIGHTS);
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    REQUIRE(fd);
     CHECK(send(c, "hi", 2, 0) == 2);
     char b[2];
-    CHECK(recv(fd, b, 2, 0) == 2);
-    close(fd);
+    CHECK(recv(fd.get(), b, 2, 0) == 2);
     close(c);
     close(pair[0]);
     rknp_stats st{};

@@ -20,7 +20,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
@@ -36,6 +35,7 @@
 
 #include "alloc_count.hpp"
 #include "cmd/rknp-pasta/loopback_handoff.hpp"
+#include "common/fd_passing.hpp"
 #include "cmd/rknp-pasta/loopback_relay.hpp"
 #include "cmd/rknp-pasta/ns_sockets.hpp"
 
@@ -340,19 +340,7 @@ namespace {
 void hand_over(int library_end, int fd, uint32_t guest_port,
                std::size_t data_len = sizeof(rknp_handoff)) {
     rknp_handoff m{uint32_t(sizeof m), guest_port};
-    iovec iov{&m, data_len};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    REQUIRE(::sendmsg(library_end, &msg, 0) == ssize_t(data_len));
+    REQUIRE(rknp::send_with_fd(library_end, &m, data_len, fd, 0) == ssize_t(data_len));
 }
 
 // A "forward" on the loopback, as the library's listener: a client

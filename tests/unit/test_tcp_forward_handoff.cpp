@@ -7,10 +7,10 @@
 #include <doctest/doctest.h>
 
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <memory>
 
+#include "common/fd_passing.hpp"
 #include "tcp_sim_forward.hpp"
 
 using namespace tcpsim;
@@ -43,20 +43,11 @@ struct HandedOff {
     int receive(rknp_handoff &m) {
         for (int i = 0; i < 500; ++i) {
             sim.pump(2);
-            iovec iov{&m, sizeof m};
-            alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-            msghdr msg{};
-            msg.msg_iov = &iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control;
-            msg.msg_controllen = sizeof control;
-            ssize_t n = ::recvmsg(pair[0], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+            rknp::UniqueFd fd;
+            int flags = 0;
+            ssize_t n = rknp::recv_with_fd(pair[0], &m, sizeof m, fd, flags, MSG_DONTWAIT);
             if (n < 0) continue;
-            cmsghdr *c = CMSG_FIRSTHDR(&msg);
-            if (n != ssize_t(sizeof m) || !c || c->cmsg_type != SCM_RIGHTS) return -1;
-            int fd = -1;
-            std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-            return fd;
+            return n == ssize_t(sizeof m) ? fd.release() : -1;
         }
         return -1;
     }
@@ -129,12 +120,8 @@ TEST_CASE("tcp_forward handoff: a caller that is gone costs the client a reset")
 
 TEST_CASE("tcp_forward handoff: without it a loopback client still reaches the guest") {
     Sim sim;
-    uint16_t port = free_port();
-    REQUIRE(add(sim, port) == 0);
-    guest_arp_reply(sim);
     uint16_t cport = 0;
-    int c = client(port, &cport);
-    REQUIRE(c >= 0);
+    int c = forwarded_client(sim, &cport);
     Server g(sim, cport);
     CHECK(g.accept());
     CHECK(sim.fp->forward_flows() == 1);

@@ -5,7 +5,6 @@
 #include "loopback_handoff.hpp"
 
 #include <arpa/inet.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <cstring>
 
 #include "cmd/common/errors.hpp"
+#include "common/fd_passing.hpp"
 #include "forward_table.hpp"
 
 namespace pasta {
@@ -52,23 +52,10 @@ void LoopbackHandoff::dispatch(std::span<const pollfd> mine, LoopbackRelay &rela
     if (mine.empty() || !mine[0].revents) return;
     for (int i = 0; i < kBatch; i++) {
         rknp_handoff m{};
-        iovec iov{&m, sizeof m};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        ssize_t n = ::recvmsg(mine_.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0) return; // EAGAIN (or nothing more to take)
         cmd::UniqueFd client;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                c->cmsg_len == CMSG_LEN(sizeof(int))) {
-                int fd = -1;
-                std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-                client.reset(fd);
-            }
+        int flags = 0;
+        ssize_t n = rknp::recv_with_fd(mine_.get(), &m, sizeof m, client, flags, MSG_DONTWAIT);
+        if (n < 0) return; // EAGAIN (or nothing more to take)
         if (!client) continue; // truncated (out of fds): the kernel closed it
         // A later library may send a longer rknp_handoff: its first fields
         // are these.

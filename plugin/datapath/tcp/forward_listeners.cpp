@@ -12,12 +12,12 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/addr.hpp"
+#include "common/fd_passing.hpp"
 
 namespace rknp::tcp {
 
@@ -164,22 +164,10 @@ void FastPath::hand_off(size_t slot, UniqueFd sock) {
     rknp_handoff m{};
     m.struct_size = sizeof m;
     m.guest_port = l.guest_port;
-    iovec iov{&m, sizeof m};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    const int fd = sock.get();
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
     // Never waits: a caller that does not keep up (its queue full) or is
     // gone costs its client a reset, not the stack a stall.
-    if (::sendmsg(l.handoff->get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(sizeof m))
+    if (send_with_fd(l.handoff->get(), &m, sizeof m, sock.get(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+        ssize_t(sizeof m))
         return; // the caller holds its own reference now; ours closes
     ++stats_.forward_refused;
     reset_close(sock);
