@@ -12,7 +12,8 @@
 # socket with rknp-pesto (rootlesskit's pesto port driver, the socket's
 # rules, Podman's pesto calls, and to a bridge network's container behind
 # the namespace, over IPv4 and IPv6), and -T/-U and --host-lo-to-ns-lo (between the
-# namespace's loopback and the host's).
+# namespace's loopback and the host's), and -t's loopback clients spliced
+# past the tap.
 #
 #   sudo tests/e2e/compat_pasta.sh          # BUILD_DIR (default build/)
 #   PASTA_CASES="cli podman_style" sudo -E tests/e2e/compat_pasta.sh
@@ -678,8 +679,64 @@ case_host_lo_to_ns_lo() {
     ns_stops lo
 }
 
+# 10. -t's loopback clients spliced past the tap, as pasta does: a server
+# inside on any address (peer-bytes) gets 1 MiB from the host's 127.0.0.1
+# and ::1, intact both ways, and sees its client at the namespace's own
+# address (pasta's fwd_nat_from_host; the stack would show the gateway);
+# the veth test host's client keeps its address; a forwarded port nothing
+# listens on inside resets the client. With --host-lo-to-ns-lo the server
+# sees 127.0.0.1 and ::1.
+# peer-bytes inside namespace $1 (ns_start's tag) on port $2 until $d/done,
+# waited for until it listens; then the trap that ends it with the case.
+splice_server() {
+    # A failed expect ends the case: its servers inside end with it.
+    # shellcheck disable=SC2064 # expanded now on purpose
+    trap "touch '$d/done'; kill $NS_TARGETS 2>/dev/null || true" EXIT
+    ns_inside "$1" "$PY" "$HELPER" peer-bytes "$2" "$d/done" >"$SCRATCH/logs/splice-$1.log" 2>&1 &
+    for _ in $(seq 50); do ns_inside "$1" ss -Hltn | grep -q ":$2 " && break; sleep 0.1; done
+}
+# The host's 127.0.0.1 and ::1 clients of port $2: 1 MiB each way intact,
+# the server seeing them at $3 (empty: at their own loopback address).
+splice_clients() {
+    local label=$1 tag out
+    for tag in 127.0.0.1 ::1; do
+        out=$("$PY" "$HELPER" bytes-client "$tag" "$2")
+        echo "$out"
+        expect "$label: $tag client: 1 MiB each way intact" "^bytes=ok\$" "$out"
+        expect "$label: $tag client: seen at ${3:-$tag}" "^peer=${3:-$tag}\$" "$out"
+    done
+}
+case_splice_loopback() {
+    local d="$SCRATCH/tmp/splice" tp np out addr
+    rm -rf "$d"
+    mkdir -p "$d"
+    chown "$RKNP_TEST_USER" "$d"
+    tp=$(free_port 127.0.0.1)
+    np=$(free_port 127.0.0.1)
+    ns_start sp -t "$tp" -t "$np" -u none
+    addr=$(ns_inside sp ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')
+    [ -n "$addr" ] || { echo "no IPv4 address inside"; return 1; }
+    splice_server sp "$tp"
+    splice_clients "spliced to the namespace's address" "$tp" "$addr"
+    out=$(ip netns exec "$NETNS_HOST" "$PY" "$HELPER" bytes-client 198.18.0.1 "$tp")
+    echo "$out"
+    expect "veth client: 1 MiB each way intact" "^bytes=ok\$" "$out"
+    expect "veth client: keeps its address" "^peer=198\.18\.0\.2\$" "$out"
+    out=$("$PY" "$HELPER" first-read 127.0.0.1 "$np")
+    echo "$out"
+    expect "nothing listening inside: the loopback client is reset" "^read=reset\$" "$out"
+    touch "$d/done"
+    ns_stops sp
+    rm -f "$d/done"
+    ns_start lo -t "$tp" -u none --host-lo-to-ns-lo
+    splice_server lo "$tp"
+    splice_clients "--host-lo-to-ns-lo" "$tp" ""
+    touch "$d/done"
+    ns_stops lo
+}
+
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"
-ALL_CASES="cli podman_style ipv6_only dns_forward6 no_reach_back pesto_socket pesto_podman pesto_bridge pesto_bridge6 loopback_ns host_lo_to_ns_lo $RK3_CASES"
+ALL_CASES="cli podman_style ipv6_only dns_forward6 no_reach_back pesto_socket pesto_podman pesto_bridge pesto_bridge6 loopback_ns host_lo_to_ns_lo splice_loopback $RK3_CASES"
 CASES=${PASTA_CASES:-$ALL_CASES}
 RK=${PASTA_RK3:-}
 [ -z "$RK" ] && [ -n "$(comm -12 <(tr ' ' '\n' <<<"$CASES" | sort) <(tr ' ' '\n' <<<"$RK3_CASES" | sort))" ] &&

@@ -523,6 +523,17 @@ def lo_echo(tcp_port, udp_port, done_file):
                 c.sendall(hashlib.sha256(data).hexdigest().encode() + b"\n" + data[::-1])
 
 
+def echo_verdict(data, back):
+    """lo-echo's and peer-bytes' answer (after peer-bytes' first line):
+    the sha256 of what arrived, a newline, the data reversed."""
+    digest, _, rest = back.partition(b"\n")
+    if digest.decode() != hashlib.sha256(data).hexdigest():
+        return f"sent bytes differ ({len(back)} back)"
+    if rest != data[::-1]:
+        return f"received bytes differ ({len(rest)})"
+    return "ok"
+
+
 def lo_client(tcp_port, udp_port):
     for tag, host in (("4", "127.0.0.1"), ("6", "::1")):
         for n in (1, 2):
@@ -533,11 +544,7 @@ def lo_client(tcp_port, udp_port):
                     c.sendall(data)
                     c.shutdown(socket.SHUT_WR)
                     back = recv_to_eof(c)
-                digest, _, rest = back.partition(b"\n")
-                if digest.decode() != hashlib.sha256(data).hexdigest():
-                    verdict = f"sent bytes differ ({len(back)} back)"
-                elif rest != data[::-1]:
-                    verdict = f"received bytes differ ({len(rest)})"
+                verdict = echo_verdict(data, back)
             except OSError as e:
                 verdict = f"error {e}"
             print(f"tcp{tag}_{n}={verdict}")
@@ -554,6 +561,64 @@ def lo_client(tcp_port, udp_port):
             except OSError as e:
                 verdict = f"error {e}"
         print(f"udp{tag}={verdict}")
+
+
+def peer_bytes(port, done_file):
+    """On [::]:port, IPv4 too: each connection read to end of file, then
+    answered with the client's address, the data's sha256 and the data
+    reversed, one connection at a time."""
+    t = socket.socket(socket.AF_INET6)
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    t.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    t.bind(("::", port))
+    t.listen()
+    end = time.monotonic() + 120
+    while not os.path.exists(done_file) and time.monotonic() < end:
+        ready, _, _ = select.select([t], [], [], 0.1)
+        if not ready:
+            continue
+        c, addr = t.accept()
+        with c:
+            c.settimeout(10)
+            try:
+                data = recv_to_eof(c)
+                peer = addr[0].removeprefix("::ffff:")
+                c.sendall(f"{peer}\n{hashlib.sha256(data).hexdigest()}\n".encode() + data[::-1])
+            except OSError:
+                pass
+
+
+def bytes_client(host, port):
+    """1 MiB to peer-bytes on host:port and back: peer= what the server
+    saw, bytes= ok or what went wrong."""
+    data = os.urandom(1 << 20)
+    peer, verdict = "", "ok"
+    try:
+        with socket.create_connection((host, port), timeout=10) as c:
+            c.sendall(data)
+            c.shutdown(socket.SHUT_WR)
+            back = recv_to_eof(c)
+        peer, _, rest = back.partition(b"\n")
+        peer = peer.decode()
+        verdict = echo_verdict(data, rest)
+    except OSError as e:
+        verdict = f"error {e}"
+    print(f"peer={peer}")
+    print(f"bytes={verdict}")
+
+
+def first_read(host, port):
+    """Connects and reads: read= reset, eof, data or timeout."""
+    try:
+        with socket.create_connection((host, port), timeout=5) as c:
+            c.settimeout(5)
+            print("read=" + ("data" if c.recv(16) else "eof"))
+    except ConnectionResetError:
+        print("read=reset")
+    except socket.timeout:
+        print("read=timeout")
+    except OSError as e:
+        print(f"read=error {e}")
 
 
 if __name__ == "__main__":
@@ -576,6 +641,12 @@ if __name__ == "__main__":
         lo_echo(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     elif sys.argv[1] == "lo-client":
         lo_client(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "peer-bytes":
+        peer_bytes(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "bytes-client":
+        bytes_client(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "first-read":
+        first_read(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "ask":
         ask(sys.argv[2], int(sys.argv[3]), int(sys.argv[4] if len(sys.argv) > 4 else sys.argv[3]),
             sys.argv[5] if len(sys.argv) > 5 else None)

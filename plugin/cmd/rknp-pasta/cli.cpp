@@ -135,7 +135,7 @@ constexpr const char *kUnsupportedLong[] = {
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
     "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-ndp",
     "no-dhcpv6", "socket", "socket-path",
-    "no-splice", "freebind", "no-copy-routes", "no-copy-addrs",
+    "no-splice", "splice-only", "freebind", "no-copy-routes", "no-copy-addrs",
 };
 
 } // namespace
