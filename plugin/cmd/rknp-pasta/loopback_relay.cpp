@@ -5,6 +5,7 @@
 #include "loopback_relay.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,7 +18,7 @@ namespace pasta {
 namespace {
 
 constexpr int kBatch = 64;      // accepts or datagrams a socket per round
-constexpr int kPumpRounds = 8;  // read/write rounds a TCP event
+constexpr int kPumpRounds = 32; // read/write rounds a TCP event
 constexpr long kAcceptPauseMs = 1000;
 
 bool same_peer(const sockaddr_storage &a, const sockaddr_storage &b) {
@@ -140,9 +141,9 @@ std::size_t LoopbackRelay::fill(std::vector<pollfd> &fds, long now_ms) {
             continue;
         }
         short in = 0, out = 0;
-        if (t->to_out.empty() && !t->in_eof) in |= POLLIN;
+        if (!t->to_out.full() && !t->in_eof) in |= POLLIN;
         if (!t->to_in.empty()) in |= POLLOUT;
-        if (t->to_in.empty() && !t->out_eof) out |= POLLIN;
+        if (!t->to_in.full() && !t->out_eof) out |= POLLIN;
         if (!t->to_out.empty()) out |= POLLOUT;
         add(t->in.get(), in, Ref::pair_in, t.get());
         add(t->out.get(), out, Ref::pair_out, t.get());
@@ -199,6 +200,8 @@ void LoopbackRelay::accept_tcp(Listener &l, long now_ms) {
 
 void LoopbackRelay::start_pair(cmd::UniqueFd in, cmd::UniqueFd out, const sockaddr_storage &to,
                                socklen_t len) {
+    auto t = std::make_unique<TcpPair>();
+    if (!t->to_out.open() || !t->to_in.open()) out.reset(); // out of fds: refused
     bool connected = false;
     if (out) {
         if (::connect(out.get(), reinterpret_cast<const sockaddr *>(&to), len) == 0)
@@ -210,7 +213,6 @@ void LoopbackRelay::start_pair(cmd::UniqueFd in, cmd::UniqueFd out, const sockad
         linger_zero(in.get()); // the other side's port refused (or no fd)
         return;
     }
-    auto t = std::make_unique<TcpPair>();
     t->in = std::move(in);
     t->out = std::move(out);
     t->connecting = !connected;
@@ -233,17 +235,32 @@ void LoopbackRelay::reset_both(TcpPair &t) {
     t.dead = true;
 }
 
-// One direction: a read when the buffer is empty, a write when it holds
-// bytes, the peer's end of file passed on as shutdown(SHUT_WR) once all is
-// written. false on a socket error (the pair is reset).
-bool LoopbackRelay::move(int from, int to, Buffer &b, bool &eof, bool &shut_to) {
+bool LoopbackRelay::Pipe::open() {
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) return false;
+    rd.reset(fds[0]);
+    wr.reset(fds[1]);
+    // Larger than the default 64 KiB where the user's pipe quota allows
+    // (else the default stays): fewer splices a megabyte.
+    (void)::fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes);
+    int size = ::fcntl(fds[1], F_GETPIPE_SZ);
+    room = size > 0 ? std::size_t(size) : 4096;
+    return true;
+}
+
+// One direction: splice(2) from the socket into the pipe while it has
+// room, from the pipe into the other socket while it holds bytes, the
+// peer's end of file passed on as shutdown(SHUT_WR) once all is written.
+// false on a socket error (the pair is reset). Both sockets are
+// non-blocking; SIGPIPE is ignored (signals.hpp).
+bool LoopbackRelay::move(int from, int to, Pipe &p, bool &eof, bool &shut_to) {
+    constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
     for (int round = 0; round < kPumpRounds; round++) {
         bool progress = false;
-        if (b.empty() && !eof) {
-            ssize_t n = ::recv(from, b.data.data(), b.data.size(), 0);
+        if (!p.full() && !eof) {
+            ssize_t n = ::splice(from, nullptr, p.wr.get(), nullptr, p.room - p.held, kFlags);
             if (n > 0) {
-                b.head = 0;
-                b.tail = std::size_t(n);
+                p.held += std::size_t(n);
                 progress = true;
             } else if (n == 0) {
                 eof = true;
@@ -251,21 +268,20 @@ bool LoopbackRelay::move(int from, int to, Buffer &b, bool &eof, bool &shut_to) 
                 return false;
             }
         }
-        if (!b.empty()) {
-            ssize_t n = ::send(to, b.data.data() + b.head, b.tail - b.head,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (!p.empty()) {
+            ssize_t n = ::splice(p.rd.get(), nullptr, to, nullptr, p.held, kFlags);
             if (n > 0) {
-                b.head += std::size_t(n);
-                if (b.empty()) b.head = b.tail = 0;
-                progress = progress || b.empty();
+                p.held -= std::size_t(n);
+                progress = true;
             } else if (n < 0 && !transient(errno)) {
                 return false;
+            } else {
+                break; // the other side is full: wait for POLLOUT
             }
-            if (!b.empty()) break; // the other side is full: wait for POLLOUT
         }
         if (!progress) break;
     }
-    if (b.empty() && eof && !shut_to) {
+    if (p.empty() && eof && !shut_to) {
         ::shutdown(to, SHUT_WR);
         shut_to = true;
     }
