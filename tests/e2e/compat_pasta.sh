@@ -679,13 +679,6 @@ case_host_lo_to_ns_lo() {
     ns_stops lo
 }
 
-# 10. -t's loopback clients spliced past the tap, as pasta does: a server
-# inside on any address (peer-bytes) gets 1 MiB from the host's 127.0.0.1
-# and ::1, intact both ways, and sees its client at the namespace's own
-# address (pasta's fwd_nat_from_host; the stack would show the gateway);
-# the veth test host's client keeps its address; a forwarded port nothing
-# listens on inside resets the client. With --host-lo-to-ns-lo the server
-# sees 127.0.0.1 and ::1.
 # peer-bytes inside namespace $1 (ns_start's tag) on port $2 until $d/done,
 # waited for until it listens; then the trap that ends it with the case.
 splice_server() {
@@ -706,6 +699,13 @@ splice_clients() {
         expect "$label: $tag client: seen at ${3:-$tag}" "^peer=${3:-$tag}\$" "$out"
     done
 }
+# 10. -t's loopback clients spliced past the tap, as pasta does: a server
+# inside on any address (peer-bytes) gets 1 MiB from the host's 127.0.0.1
+# and ::1, intact both ways, and sees its client at the namespace's own
+# address (pasta's fwd_nat_from_host; the stack would show the gateway);
+# the veth test host's client keeps its address; a forwarded port nothing
+# listens on inside resets the client. With --host-lo-to-ns-lo the server
+# sees 127.0.0.1 and ::1; with --no-splice the stack's path (the gateway).
 case_splice_loopback() {
     local d="$SCRATCH/tmp/splice" tp np out addr
     rm -rf "$d"
@@ -733,6 +733,13 @@ case_splice_loopback() {
     splice_clients "--host-lo-to-ns-lo" "$tp" ""
     touch "$d/done"
     ns_stops lo
+    rm -f "$d/done"
+    ns_start stack -t "$tp" -u none --no-splice
+    addr=$(ns_inside stack ip -4 route show default | awk '{print $3; exit}')
+    splice_server stack "$tp"
+    splice_clients "--no-splice" "$tp" "$addr"
+    touch "$d/done"
+    ns_stops stack
 }
 
 RK3_CASES="http_host_loopback http_disable_host_loopback dns cidr mtu_1500 mtu_65520 ipv6 ifname detach_netns netns_host implicit_port client_address pesto_rootlesskit nothing_left"

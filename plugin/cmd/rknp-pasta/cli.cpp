@@ -70,7 +70,11 @@ void usage(const char *argv0) {
         "      --host-lo-to-ns-lo  with -t/-u auto, a port the namespace\n"
         "                          listens on only at its loopback is reached\n"
         "                          from the host's loopback, the client seen\n"
-        "                          inside as from the namespace's loopback\n"
+        "                          inside as from the namespace's loopback;\n"
+        "                          -t's loopback clients go to its loopback\n"
+        "      --no-splice         -t's loopback clients through the stack,\n"
+        "                          seen inside at the gateway (default: past\n"
+        "                          the tap, at the namespace's own address)\n"
         "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
         "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
         "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M;\n"
@@ -121,6 +125,7 @@ enum : int {
     kNoDhcp,
     kNoRa,
     kHostLoToNsLo,
+    kNoSplice,
     kUserns,
     kNetns,
     kNetnsOnly,
@@ -135,7 +140,7 @@ constexpr const char *kUnsupportedLong[] = {
     "outbound-if4", "outbound-if6", "dns", "search", "dhcp-dns",
     "dhcp-search", "no-tcp", "no-udp", "no-icmp", "no-ndp",
     "no-dhcpv6", "socket", "socket-path",
-    "no-splice", "splice-only", "freebind", "no-copy-routes", "no-copy-addrs",
+    "splice-only", "freebind", "no-copy-routes", "no-copy-addrs",
 };
 
 } // namespace
@@ -171,6 +176,7 @@ Options parse_args(int argc, char *const argv[]) {
         {"no-ra", no_argument, nullptr, kNoRa},
         // rootlesskit probes it with --version and passes it on exit 0.
         {"host-lo-to-ns-lo", no_argument, nullptr, kHostLoToNsLo},
+        {"no-splice", no_argument, nullptr, kNoSplice},
         {"tcp-ports", required_argument, nullptr, 't'},
         {"udp-ports", required_argument, nullptr, 'u'},
         {"tcp-ns", required_argument, nullptr, 'T'},
@@ -279,6 +285,9 @@ Options parse_args(int argc, char *const argv[]) {
         case kHostLoToNsLo:
             o.host_lo_to_ns_lo = true;
             break;
+        case kNoSplice:
+            o.no_splice = true;
+            break;
         case 't':
             o.tcp.push_back(optarg);
             break;
@@ -336,6 +345,8 @@ Options parse_args(int argc, char *const argv[]) {
                     "not create namespaces or run commands)");
     if (o.ipv4_only && o.ipv6_only)
         usage_error("-4/--ipv4-only and -6/--ipv6-only exclude each other");
+    if (o.no_splice && o.host_lo_to_ns_lo)
+        usage_error("--host-lo-to-ns-lo is incompatible with --no-splice");
     if (o.netns_only && o.userns)
         usage_error("--netns-only and --userns exclude each other");
     return o;

@@ -255,11 +255,11 @@ int run(int argc, char *argv[]) {
 
     // -t's loopback clients spliced into the namespace (loopback_handoff.hpp)
     // wherever its sockets can be opened: with a user namespace to enter,
-    // or as root. Without (a plain user's --netns alone) they keep the
-    // stack's path.
+    // or as root. Without (a plain user's --netns alone), or with
+    // --no-splice, they keep the stack's path.
     const bool can_enter = ::geteuid() == 0 || plan.ns.userns.has_value();
     std::optional<LoopbackHandoff> handoff;
-    if (can_enter && !o.ipv6_only && forwarder.forwards_tcp())
+    if (can_enter && !o.no_splice && !o.ipv6_only && forwarder.forwards_tcp())
         handoff.emplace(net.ip, o.host_lo_to_ns_lo);
 
     // -T/-U, --host-lo-to-ns-lo and the splice: the namespace, for the
