@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Sockets inside the target's network namespace, for -T/-U's listeners on
-// its loopback and --host-lo-to-ns-lo's connections to it: a thread that entered the namespace (setns) at start,
+// its loopback, --host-lo-to-ns-lo's connections to it and the splice of
+// -t's loopback clients: a thread that entered the namespace (setns) at start,
 // before seccomp forbids setns, and from then on opens sockets there on
 // request. A socket belongs to the namespace of the thread that created
 // it, and the fd is the process's, so every other use (bind, listen,
