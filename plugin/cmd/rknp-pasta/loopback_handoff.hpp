@@ -80,6 +80,8 @@ public:
         : inner_(inner), handoff_(handoff) {}
     bool add(const rknp_forward &f, uint32_t &id, std::string &error) override;
     bool remove(uint32_t id, std::string &error) override { return inner_.remove(id, error); }
+    // Before any forward is added (handoff gone: null).
+    void set_handoff(const LoopbackHandoff *handoff) { handoff_ = handoff; }
 
 private:
     cmd::ForwardBackend &inner_;

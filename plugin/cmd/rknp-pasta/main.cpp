@@ -306,9 +306,22 @@ int run(int argc, char *argv[]) {
     // and the filter covers it too (enable_seccomp synchronises every
     // thread).
     std::optional<NsSockets> ns_sockets;
-    if (netns_fd)
-        ns_sockets.emplace(std::move(netns_fd), sandbox ? cmd::drop_capabilities
-                                                        : std::function<void()>());
+    if (netns_fd) {
+        try {
+            ns_sockets.emplace(std::move(netns_fd), sandbox ? cmd::drop_capabilities
+                                                            : std::function<void()>());
+        } catch (const cmd::Failure &e) {
+            if (ns_forwarder.active() || forwarder.relays_to_ns()) throw;
+            // Only the splice wanted it: a start that worked before it
+            // still works, its loopback clients through the stack.
+            if (!o.quiet)
+                std::fprintf(stderr, "%s: warning: %s; -t's loopback clients go "
+                                     "through the stack\n",
+                             program_invocation_short_name, e.what());
+            forwards.set_handoff(nullptr);
+            handoff.reset();
+        }
+    }
     if (sandbox) cmd::drop_capabilities();
     cmd::enable_seccomp(o.debug);
     LoopbackRelay relay([&ns_sockets](int family, int type) {
