@@ -84,6 +84,8 @@ case_cli() {
     refused "^rknp-pasta: --map-guest-addr fd00::5: IPv6 mappings need pasta's IPv6 model" \
         -a 10.0.2.100 --map-guest-addr fd00::5 1
     refused "^rknp-pasta: -4/--ipv4-only and -6/--ipv6-only exclude each other" -4 -6 1
+    refused "^rknp-pasta: --splice and --no-splice exclude each other" --splice --no-splice 1
+    refused "^rknp-pasta: --host-lo-to-ns-lo is incompatible with --no-splice" --host-lo-to-ns-lo --no-splice 1
     refused "^rknp-pasta: --map-guest-addr 169\.254\.1\.2: needs the namespace on the host's network" \
         -a 10.0.2.100 --map-guest-addr 169.254.1.2 1
     refused "^rknp-pasta: -g/--gateway 10\.0\.2\.50: the namespace's own address" -a 10.0.2.50 -n 24 -g 10.0.2.50 1
@@ -699,13 +701,14 @@ splice_clients() {
         expect "$label: $tag client: seen at ${3:-$tag}" "^peer=${3:-$tag}\$" "$out"
     done
 }
-# 10. -t's loopback clients spliced past the tap, as pasta does: a server
+# 10. -t's loopback clients spliced past the tap with --splice (rknp's
+# own; pasta's default, not rknp-pasta's): a server
 # inside on any address (peer-bytes) gets 1 MiB from the host's 127.0.0.1
 # and ::1, intact both ways, and sees its client at the namespace's own
 # address (pasta's fwd_nat_from_host; the stack would show the gateway);
 # the veth test host's client keeps its address; a forwarded port nothing
 # listens on inside resets the client. With --host-lo-to-ns-lo the server
-# sees 127.0.0.1 and ::1; with --no-splice the stack's path (the gateway).
+# sees 127.0.0.1 and ::1; without --splice the stack's path (the gateway).
 case_splice_loopback() {
     local d="$SCRATCH/tmp/splice" tp np out addr
     rm -rf "$d"
@@ -713,7 +716,7 @@ case_splice_loopback() {
     chown "$RKNP_TEST_USER" "$d"
     tp=$(free_port 127.0.0.1)
     np=$(free_port 127.0.0.1)
-    ns_start sp -t "$tp" -t "$np" -u none
+    ns_start sp -t "$tp" -t "$np" -u none --splice
     addr=$(ns_inside sp ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')
     [ -n "$addr" ] || { echo "no IPv4 address inside"; return 1; }
     splice_server sp "$tp"
@@ -728,16 +731,16 @@ case_splice_loopback() {
     touch "$d/done"
     ns_stops sp
     rm -f "$d/done"
-    ns_start lo -t "$tp" -u none --host-lo-to-ns-lo
+    ns_start lo -t "$tp" -u none --host-lo-to-ns-lo --splice
     splice_server lo "$tp"
     splice_clients "--host-lo-to-ns-lo" "$tp" ""
     touch "$d/done"
     ns_stops lo
     rm -f "$d/done"
-    ns_start stack -t "$tp" -u none --no-splice
+    ns_start stack -t "$tp" -u none
     addr=$(ns_inside stack ip -4 route show default | awk '{print $3; exit}')
     splice_server stack "$tp"
-    splice_clients "--no-splice" "$tp" "$addr"
+    splice_clients "without --splice" "$tp" "$addr"
     touch "$d/done"
     ns_stops stack
 }

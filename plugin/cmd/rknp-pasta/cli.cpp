@@ -71,10 +71,15 @@ void usage(const char *argv0) {
         "                          listens on only at its loopback is reached\n"
         "                          from the host's loopback, the client seen\n"
         "                          inside as from the namespace's loopback;\n"
-        "                          -t's loopback clients go to its loopback\n"
+        "                          with --splice, -t's loopback clients go to\n"
+        "                          its loopback\n"
+        "      --splice            (rknp's own) -t's loopback clients past the\n"
+        "                          tap, seen inside at the namespace's own\n"
+        "                          address, as pasta does by default; less CPU\n"
+        "                          out of the namespace, but slower into it at\n"
+        "                          MTU 65520 here (README)\n"
         "      --no-splice         -t's loopback clients through the stack,\n"
-        "                          seen inside at the gateway (default: past\n"
-        "                          the tap, at the namespace's own address)\n"
+        "                          seen inside at the gateway (the default)\n"
         "  -t, --tcp-ports SPEC    TCP ports to forward to the namespace:\n"
         "                          none, auto, or [ADDR[%%IF]/]PORTS, PORTS a\n"
         "                          list of N, N-M, N:G, N-M:G-H, ~N, ~N-M;\n"
@@ -126,6 +131,7 @@ enum : int {
     kNoRa,
     kHostLoToNsLo,
     kNoSplice,
+    kSplice,
     kUserns,
     kNetns,
     kNetnsOnly,
@@ -177,6 +183,7 @@ Options parse_args(int argc, char *const argv[]) {
         // rootlesskit probes it with --version and passes it on exit 0.
         {"host-lo-to-ns-lo", no_argument, nullptr, kHostLoToNsLo},
         {"no-splice", no_argument, nullptr, kNoSplice},
+        {"splice", no_argument, nullptr, kSplice},
         {"tcp-ports", required_argument, nullptr, 't'},
         {"udp-ports", required_argument, nullptr, 'u'},
         {"tcp-ns", required_argument, nullptr, 'T'},
@@ -288,6 +295,9 @@ Options parse_args(int argc, char *const argv[]) {
         case kNoSplice:
             o.no_splice = true;
             break;
+        case kSplice:
+            o.splice = true;
+            break;
         case 't':
             o.tcp.push_back(optarg);
             break;
@@ -347,6 +357,8 @@ Options parse_args(int argc, char *const argv[]) {
         usage_error("-4/--ipv4-only and -6/--ipv6-only exclude each other");
     if (o.no_splice && o.host_lo_to_ns_lo)
         usage_error("--host-lo-to-ns-lo is incompatible with --no-splice");
+    if (o.no_splice && o.splice)
+        usage_error("--splice and --no-splice exclude each other");
     if (o.netns_only && o.userns)
         usage_error("--netns-only and --userns exclude each other");
     return o;

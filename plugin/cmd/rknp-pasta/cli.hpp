@@ -48,6 +48,7 @@ struct Options {
     bool no_ra = false;                   // --no-ra (only with -4)
     bool host_lo_to_ns_lo = false;        // --host-lo-to-ns-lo
     bool no_splice = false;               // --no-splice
+    bool splice = false;                  // --splice (rknp's own)
 
     // -t, -u, -T, -U as given (several of each accumulate); none given:
     // pasta's default, "auto" for -t and -u.

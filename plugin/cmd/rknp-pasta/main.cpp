@@ -254,12 +254,17 @@ int run(int argc, char *argv[]) {
     cmd::ChildProcess child(plan);
 
     // -t's loopback clients spliced into the namespace (loopback_handoff.hpp)
-    // wherever its sockets can be opened: with a user namespace to enter,
-    // or as root. Without (a plain user's --netns alone), or with
-    // --no-splice, they keep the stack's path.
+    // with --splice, wherever its sockets can be opened: with a user
+    // namespace to enter, or as root. Not by default: into the namespace
+    // at MTU 65520 two loopback connections in a row carried half what
+    // the tap does on 2 vCPUs (README, "Loopback clients of -t").
     const bool can_enter = ::geteuid() == 0 || plan.ns.userns.has_value();
+    if (o.splice && !can_enter)
+        std::fprintf(stderr, "%s: warning: --splice needs a user namespace to enter "
+                             "(or root); -t's loopback clients go through the stack\n",
+                     program_invocation_short_name);
     std::optional<LoopbackHandoff> handoff;
-    if (can_enter && !o.no_splice && !o.ipv6_only && forwarder.forwards_tcp())
+    if (can_enter && o.splice && !o.ipv6_only && forwarder.forwards_tcp())
         handoff.emplace(net.ip, o.host_lo_to_ns_lo);
 
     // -T/-U, --host-lo-to-ns-lo and the splice: the namespace, for the
