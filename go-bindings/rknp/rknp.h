@@ -116,8 +116,8 @@ extern "C" {
  *        routed address) and IPv6; rknp_forward_info.guest_addr_full (an
  *        IPv6 guest_addr in full: filled for callers whose struct_size
  *        covers it); rknp_forward.flags and handoff_fd
-        (RKNP_FORWARD_HANDOFF_LOOPBACK: a TCP forward's loopback clients
-        handed to the caller, rknp_handoff); no new functions
+ *        (RKNP_FORWARD_HANDOFF_LOOPBACK: a TCP forward's loopback clients
+ *        handed to the caller, rknp_handoff); no new functions
  */
 #define RKNP_ABI_MINOR 7
 /** rknp_abi_version() packs both: (major << 16) | minor. */
