@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/addr.hpp"
 #include "common/fd.hpp"
@@ -80,13 +81,17 @@ struct ForwardSpec {
 
 // The Path interface's forwards for a path whose own take the host side as
 // a socket address (the TCP and UDP fast paths): path.add_forward(host,
-// host_len, guest[16], guest_v6, guest_port) returns 0 or an errno, path.remove_forward(
-// host, host_len) whether it had one.
-template <class P> void add_socket_forward(P &path, const ForwardSpec &f) {
+// host_len, guest[16], guest_v6, guest_port, extra...) returns 0 or an errno
+// (extra: what a path takes beyond the addresses, such as the TCP fast
+// path's handoff socket), path.remove_forward(host, host_len) whether it
+// had one.
+template <class P, class... Extra>
+void add_socket_forward(P &path, const ForwardSpec &f, Extra &&...extra) {
     const ForwardSpec::HostAddress h = f.host_address();
     uint8_t guest[16];
     f.guest_bytes(guest);
-    f.check_added(path.add_forward(h.get(), h.len, guest, f.guest_v6, f.guest_port));
+    f.check_added(path.add_forward(h.get(), h.len, guest, f.guest_v6, f.guest_port,
+                                   std::forward<Extra>(extra)...));
 }
 template <class P> void remove_socket_forward(P &path, const ForwardSpec &f) {
     const ForwardSpec::HostAddress h = f.host_address();

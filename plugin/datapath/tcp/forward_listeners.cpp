@@ -28,12 +28,7 @@ int FastPath::add_forward(const sockaddr *host, socklen_t host_len, uint32_t gue
     return add_forward(host, host_len, guest, false, guest_port);
 }
 
-void FastPath::add_forward(const ForwardSpec &f) {
-    const ForwardSpec::HostAddress h = f.host_address();
-    uint8_t guest[16];
-    f.guest_bytes(guest);
-    f.check_added(add_forward(h.get(), h.len, guest, f.guest_v6, f.guest_port, f.handoff));
-}
+void FastPath::add_forward(const ForwardSpec &f) { add_socket_forward(*this, f, f.handoff); }
 
 int FastPath::add_forward(const sockaddr *host, socklen_t host_len, const uint8_t guest[16],
                           bool v6, uint16_t guest_port,
@@ -98,7 +93,7 @@ bool FastPath::remove_forward(const sockaddr *host, socklen_t host_len) {
         if (l.fd && same_ip_port(l.host, host, host_len)) {
             l.fd.reset(); // also leaves the epoll set; connections pending
                           // in its backlog are reset by the kernel
-        l.handoff.reset();
+            l.handoff.reset();
             // Its connections go on, still in the forwards' slots, no
             // longer in its count (a forward added later may take the
             // entry).
